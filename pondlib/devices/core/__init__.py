@@ -1,0 +1,10 @@
+"""Machinery shared by every device package: violations, rule runners, integer helpers.
+
+A device package (``pondlib.devices.<name>``) imports from here and never from a sibling device.
+"""
+
+from pondlib.devices.core.rules import Rule, check_rules, raise_violations
+from pondlib.devices.core.intmath import sat, wrap
+from pondlib.errors import Violation
+
+__all__ = ["Rule", "Violation", "check_rules", "raise_violations", "sat", "wrap"]

@@ -1,0 +1,135 @@
+"""Typed graph modules: the parameters a device mapper needs, as numpy copies.
+
+=================  ===============================  ==============================================
+module             sizes                            parameters
+=================  ===============================  ==============================================
+LinearWeights      N_in -> N_out                    ``weights`` (N_in, N_out), ``biases`` (N_out,)
+                                                    or None: ``y = x @ W + b``
+LIFNeurons         N * k -> N                       ``tau_mem`` (N,) s, ``tau_syn`` (N, k) s,
+                                                    ``threshold`` (N,), ``bias`` (N,), ``dt`` s,
+                                                    ``max_spikes_per_dt``
+AliasConnection    N -> N                           none: the spikes of the neurons writing its
+                                                    inputs also leave through the neurons writing
+                                                    its outputs (how a residual sum reaches Xylo)
+=================  ===============================  ==============================================
+
+LIF input channel ``i`` drives synapse ``i % k`` of neuron ``i // k``. The dynamics are those of
+:func:`pondlib.nn.lif_step` (input, decay ``exp(-dt/tau)``, integrate, spike, reset by subtraction).
+
+Example:
+    >>> import numpy as np
+    >>> lif = LIFNeurons._factory(4, 2, "lif", None, tau_mem=np.full(2, 0.02),
+    ...                           tau_syn=np.full((2, 2), 0.01), threshold=np.ones(2),
+    ...                           bias=np.zeros(2), dt=1e-3)
+    >>> lif.n_neurons, lif.n_synapses
+    (2, 2)
+    >>> LinearWeights._factory(2, 3, "w", None, np.ones((3, 3)))
+    Traceback (most recent call last):
+    ...
+    pondlib.errors.GraphError: w: weights shape: got (3, 3), expected (2, 3). Fix: ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pondlib.errors import GraphError
+from pondlib.graph.base import GraphModule
+
+__all__ = ["LinearWeights", "LIFNeurons", "AliasConnection"]
+
+
+def _check_shape(name: str, module: str, arr: np.ndarray, shape: tuple[int, ...]) -> None:
+    if arr.shape != shape:
+        raise GraphError(f"{name} shape", value=tuple(arr.shape), limit=shape, where=module,
+                         fix=f"pass {name} with shape {shape}")
+
+
+@dataclass(eq=False, repr=False)
+class LinearWeights(GraphModule):
+    """A weight matrix ``y = x @ weights (+ biases)``; ``weights`` (N_in, N_out), ``biases`` (N_out,)."""
+
+    weights: np.ndarray = field(default=None)
+    biases: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.weights is None:
+            raise GraphError("weights", value=None, limit="an array", where=self.name,
+                             fix="pass the weight matrix")
+        self.weights = np.array(self.weights, dtype=float, copy=True)
+        _check_shape("weights", self.name, self.weights, (self.size_in, self.size_out))
+        if self.biases is not None:
+            self.biases = np.array(self.biases, dtype=float, copy=True)
+            _check_shape("biases", self.name, self.biases, (self.size_out,))
+
+    @property
+    def has_bias(self) -> bool:
+        """True when the module carries a bias vector with a non-zero entry."""
+        return self.biases is not None and bool(np.any(self.biases != 0))
+
+
+@dataclass(eq=False, repr=False)
+class LIFNeurons(GraphModule):
+    """LIF neurons with ``k = size_in // size_out`` synaptic currents each.
+
+    Per neuron ``n`` at each step of ``dt`` seconds (float model, see :func:`pondlib.nn.lif_step`)::
+
+        isyn[n, s] = (isyn[n, s] + x[n * k + s]) * exp(-dt / tau_syn[n, s])
+        vmem[n]    = vmem[n] * exp(-dt / tau_mem[n]) + sum_s isyn[n, s] + bias[n]
+        spikes[n]  = min(floor(vmem[n] / threshold[n]), max_spikes_per_dt)   if vmem >= threshold
+        vmem[n]   -= spikes[n] * threshold[n]
+    """
+
+    tau_mem: np.ndarray = field(default=None)
+    tau_syn: np.ndarray = field(default=None)
+    threshold: np.ndarray = field(default=None)
+    bias: np.ndarray = field(default=None)
+    dt: float = 1e-3
+    max_spikes_per_dt: float = float(2 ** 16)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        n = self.size_out
+        if n == 0 or self.size_in % n != 0:
+            raise GraphError("LIF input size", value=self.size_in, limit=f"a multiple of N = {n}",
+                             where=self.name, fix="use N * k input channels for k synapses per neuron")
+        k = self.size_in // n
+        defaults = {"tau_mem": (n,), "tau_syn": (n, k), "threshold": (n,), "bias": (n,)}
+        for name, shape in defaults.items():
+            value = getattr(self, name)
+            if value is None:
+                raise GraphError(name, value=None, limit=f"an array of shape {shape}", where=self.name,
+                                 fix=f"pass {name}")
+            arr = np.array(value, dtype=float, copy=True)
+            if arr.ndim == 0:
+                arr = np.full(shape, float(arr))  # scalars broadcast to every neuron (and synapse)
+            elif name == "tau_syn" and arr.shape == (n,) and k == 1:
+                arr = arr.reshape(n, 1)
+            _check_shape(name, self.name, arr, shape)
+            setattr(self, name, arr)
+        self.dt = float(self.dt)
+
+    @property
+    def n_neurons(self) -> int:
+        """Number of neurons N."""
+        return self.size_out
+
+    @property
+    def n_synapses(self) -> int:
+        """Synaptic currents per neuron k."""
+        return self.size_in // self.size_out
+
+
+@dataclass(eq=False, repr=False)
+class AliasConnection(GraphModule):
+    """Spikes of the neurons writing the input nodes are also emitted through the neurons writing the
+    output nodes (element-wise, N -> N). Exported by a residual connection."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.size_in != self.size_out:
+            raise GraphError("alias connection sizes", value=self.size_in, limit=self.size_out,
+                             where=self.name, fix="an alias connects N sources to N targets")

@@ -1,0 +1,150 @@
+"""Combinators: :class:`Sequential` chains modules, :class:`Residual` adds a block's input to its output.
+
+Both are immutable pytrees of their children. Their state is the tuple of the children's states and
+their record merges the children's records under ``"<i>_<ClassName>/"`` prefixes.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> net = Sequential(Linear(4, 3, key=jax.random.PRNGKey(0)), LIF(3),
+    ...                  Residual(Linear(3, 3, key=jax.random.PRNGKey(1)), LIF(3)))
+    >>> out, state, rec = net(jnp.ones((2, 10, 4)), record=True)
+    >>> out.shape, sorted(rec)[:3]
+    ((2, 10, 3), ['1_LIF/isyn', '1_LIF/spikes', '1_LIF/vmem'])
+    >>> sorted(rec)[3]
+    '2_Residual/1_LIF/isyn'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+
+from pondlib.errors import GraphError
+from pondlib.graph import AliasConnection, GraphHolder, connect_modules
+from pondlib.nn.base import check_sizes, evolve_time_major
+from pondlib.nn.lif import LIF  # noqa: F401  (doctest namespace)
+from pondlib.nn.linear import Linear  # noqa: F401  (doctest namespace)
+
+__all__ = ["Sequential", "Residual"]
+
+
+def _child_names(layers: tuple) -> list[str]:
+    return [f"{i}_{type(m).__name__}" for i, m in enumerate(layers)]
+
+
+class Sequential(eqx.Module):
+    """Modules applied one after the other: ``y = f_n(... f_1(x))``; state is a tuple of their states."""
+
+    layers: tuple
+
+    def __init__(self, *modules: Any) -> None:
+        if len(modules) == 1 and isinstance(modules[0], (list, tuple)):
+            modules = tuple(modules[0])
+        if not modules:
+            raise GraphError("Sequential needs at least one module", value=0, limit=">= 1",
+                             fix="pass modules, e.g. Sequential(Linear(...), LIF(...))")
+        for i in range(1, len(modules)):
+            check_sizes(modules[i - 1].size_out, modules[i].size_in,
+                        f"Sequential: {i - 1}_{type(modules[i - 1]).__name__} -> {i}_{type(modules[i]).__name__}")
+        self.layers = tuple(modules)
+
+    @property
+    def size_in(self) -> int:
+        """Input channels of the first module."""
+        return self.layers[0].size_in
+
+    @property
+    def size_out(self) -> int:
+        """Output channels of the last module."""
+        return self.layers[-1].size_out
+
+    def __getitem__(self, i: int) -> Any:
+        return self.layers[i]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def init_state(self, batch_shape: tuple[int, ...] = ()) -> tuple:
+        """The tuple of the children's zero states."""
+        return tuple(m.init_state(batch_shape) for m in self.layers)
+
+    def evolve_tm(self, x: jax.Array, state: tuple, record: bool):
+        """Time-major evolution through every child (layer by layer; the float model has no
+        inter-layer delay, so this equals stepping the whole network one time step at a time)."""
+        if not isinstance(state, tuple) or len(state) != len(self.layers):
+            raise TypeError(f"expected a tuple of {len(self.layers)} states")
+        rec_all: dict = {}
+        new_states = []
+        for name, m, s in zip(_child_names(self.layers), self.layers, state):
+            x, s, rec = m.evolve_tm(x, s, record)
+            new_states.append(s)
+            rec_all.update({f"{name}/{k}": v for k, v in rec.items()})
+        return x, tuple(new_states), rec_all
+
+    def __call__(self, x: Any, state: tuple | None = None, record: bool = False):
+        """``(output, state, record)`` for input (T, N_in) or (B, T, N_in)."""
+        return evolve_time_major(self, x, state, record)
+
+    evolve = __call__
+
+    def as_graph(self, name: str | None = None) -> GraphHolder:
+        """The children's graphs connected in order, inside one :class:`~pondlib.graph.GraphHolder`."""
+        prefix = f"{name}/" if name else ""
+        graphs = [m.as_graph(prefix + n) for n, m in zip(_child_names(self.layers), self.layers)]
+        for a, b in zip(graphs[:-1], graphs[1:]):
+            connect_modules(a, b)
+        return GraphHolder(list(graphs[0].input_nodes), list(graphs[-1].output_nodes),
+                           name or "Sequential", self)
+
+
+class Residual(eqx.Module):
+    """A residual block: ``y = block(x) + x`` where ``block`` is the modules in sequence.
+
+    The block must map N channels to N channels. On Xylo the sum becomes an *alias*: the spikes of
+    the neurons feeding the block also leave through the block's output neurons.
+    """
+
+    block: Sequential
+
+    def __init__(self, *modules: Any) -> None:
+        block = Sequential(*modules)
+        if block.size_in != block.size_out:
+            raise GraphError("Residual block must keep the size", value=block.size_out,
+                             limit=block.size_in, where="Residual",
+                             fix="make the block's output size equal its input size")
+        self.block = block
+
+    @property
+    def size_in(self) -> int:
+        """Channels in (= out)."""
+        return self.block.size_in
+
+    @property
+    def size_out(self) -> int:
+        """Channels out (= in)."""
+        return self.block.size_out
+
+    def init_state(self, batch_shape: tuple[int, ...] = ()) -> tuple:
+        """The block's state."""
+        return self.block.init_state(batch_shape)
+
+    def evolve_tm(self, x: jax.Array, state: tuple, record: bool):
+        """``block(x) + x`` time-major."""
+        y, state, rec = self.block.evolve_tm(x, state, record)
+        return y + x, state, rec
+
+    def __call__(self, x: Any, state: tuple | None = None, record: bool = False):
+        """``(output, state, record)`` for input (T, N) or (B, T, N)."""
+        return evolve_time_major(self, x, state, record)
+
+    evolve = __call__
+
+    def as_graph(self, name: str | None = None) -> GraphHolder:
+        """The block's graph plus an :class:`~pondlib.graph.AliasConnection` from the block's input
+        nodes to its output nodes."""
+        name = name or "Residual"
+        g = self.block.as_graph(name)
+        AliasConnection(list(g.input_nodes), list(g.output_nodes), f"{name}/alias", self)
+        return GraphHolder(list(g.input_nodes), list(g.output_nodes), name, self)

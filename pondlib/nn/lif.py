@@ -1,0 +1,243 @@
+r"""Leaky integrate-and-fire neurons with synaptic currents: a pure step function and a thin module.
+
+One step of ``dt`` seconds for ``N`` neurons with ``k`` synaptic currents each (the float model of
+Xylo, ``docs/XYLO.md``), for input ``x`` of ``N * k`` channels (channel ``i`` drives synapse ``i % k``
+of neuron ``i // k``) and the previous step's spike counts ``s[t-1]``:
+
+.. math::
+
+    I_{syn}[t] &= \beta \odot \big(I_{syn}[t-1] + \mathrm{reshape}_{N,k}(x[t] + s[t-1] W_{rec})\big),
+        \qquad \beta = e^{-dt/\tau_{syn}}  \\
+    V[t] &= \alpha \odot V[t-1] + \textstyle\sum_k I_{syn}[t] + b,
+        \qquad \alpha = e^{-dt/\tau_{mem}} \\
+    s[t] &= \min(\lfloor V[t] / \theta \rfloor, s_{max}) \text{ where } V[t] \ge \theta \text{, else } 0 \\
+    V[t] &\leftarrow V[t] - s[t]\,\theta \qquad \text{(reset by subtraction)}
+
+Shapes: ``tau_mem``, ``threshold``, ``bias`` (N,); ``tau_syn`` (N, k); ``w_rec`` (N, N k), indexed
+(pre neuron, post channel). Units: time constants and ``dt`` in seconds; currents, voltages and
+thresholds in the same arbitrary unit. The spike non-linearity uses a surrogate gradient
+(:mod:`pondlib.nn.surrogate`).
+
+Example (one neuron, hand-computed): ``tau_mem = tau_syn = dt / ln 2`` gives ``alpha = beta = 1/2``:
+
+    >>> import jax.numpy as jnp, math
+    >>> lif = LIF(1, tau_mem=1e-3 / math.log(2), tau_syn=1e-3 / math.log(2), threshold=1.0)
+    >>> out, state, rec = lif(jnp.array([[4.5], [0.0], [0.0]]), record=True)
+    >>> [round(float(v), 4) for v in rec["isyn"][:, 0, 0]]   # 4.5/2, then halving
+    [2.25, 1.125, 0.5625]
+    >>> [round(float(v), 4) for v in rec["vmem"][:, 0]]      # 2.25 -> 2 spikes; 0.125 + 1.125 -> 1
+    [0.25, 0.25, 0.6875]
+    >>> out[:, 0].tolist()
+    [2.0, 1.0, 0.0]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pondlib.errors import GraphError, PondError
+from pondlib.graph import GraphHolder, LIFNeurons, LinearWeights, connect_modules
+from pondlib.nn.adjoint import lif_scan
+from pondlib.nn.base import evolve_time_major
+from pondlib.nn.surrogate import Surrogate
+
+__all__ = ["LIF", "LIFState", "LIFParameters", "lif_step"]
+
+#: Default spike cap of the float model (effectively uncapped; Xylo hidden neurons cap at 31).
+DEFAULT_MAX_SPIKES = float(2**16)
+
+
+class LIFState(NamedTuple):
+    """State of a LIF layer: ``isyn`` (*batch, N, k), ``vmem`` (*batch, N), ``spikes`` (*batch, N)
+    (the previous step's spike counts, which drive the recurrent weights)."""
+
+    isyn: jax.Array
+    vmem: jax.Array
+    spikes: jax.Array
+
+
+class LIFParameters(NamedTuple):
+    """Per-step parameters of :func:`lif_step` (decays already computed from ``tau`` and ``dt``)."""
+
+    alpha: jax.Array          # (N,)   membrane decay per step, exp(-dt / tau_mem)
+    beta: jax.Array           # (N, k) synaptic decay per step, exp(-dt / tau_syn)
+    threshold: jax.Array      # (N,)
+    bias: jax.Array           # (N,)   constant current added to vmem every step
+    w_rec: jax.Array | None   # (N, N*k) or None
+    max_spikes: float         # spike cap per step
+    surrogate: Surrogate
+
+
+def lif_step(params: LIFParameters, state: LIFState, x: jax.Array) -> tuple[jax.Array, LIFState]:
+    """One LIF step (equations in the module docstring). ``x`` (*batch, N*k) -> spikes (*batch, N)."""
+    n, k = params.beta.shape
+    if params.w_rec is not None:
+        x = x + state.spikes @ params.w_rec
+    isyn = (state.isyn + x.reshape(x.shape[:-1] + (n, k))) * params.beta
+    vmem = state.vmem * params.alpha + isyn.sum(-1) + params.bias
+    spikes = params.surrogate.spikes(vmem, params.threshold, params.max_spikes)
+    vmem = vmem - spikes * params.threshold
+    return spikes, LIFState(isyn, vmem, spikes)
+
+
+def _per_neuron(value: Any, shape: tuple[int, ...], name: str, positive: bool = False) -> jax.Array:
+    arr = jnp.asarray(value, dtype=jnp.float32)
+    if arr.ndim == 0:
+        arr = jnp.full(shape, arr)
+    elif len(shape) == 2 and arr.shape == (shape[0],) and shape[1] == 1:
+        arr = arr.reshape(shape)
+    elif len(shape) == 2 and arr.shape == (shape[1],) and shape[0] != shape[1]:
+        arr = jnp.broadcast_to(arr, shape)  # one value per synapse, shared by every neuron
+    if arr.shape != shape:
+        raise GraphError(f"LIF {name} shape", value=tuple(arr.shape), limit=f"a scalar or {shape}",
+                         where="LIF", fix=f"pass one {name} per neuron")
+    bad = ~jnp.isfinite(arr) | ((arr <= 0) if positive else False)
+    if bool(jnp.any(bad)):
+        idx = tuple(int(i) for i in np.argwhere(np.asarray(bad))[0])
+        raise PondError(f"LIF {name}", value=float(arr[idx]),
+                        limit="a finite positive number" if positive else "a finite number",
+                        where=f"{name}{list(idx)}", fix=f"pass valid {name} values")
+    return arr
+
+
+class LIF(eqx.Module):
+    """A layer of LIF neurons (see the module docstring for the equations).
+
+    Args:
+        shape: ``N`` or ``(N_in, N)`` with ``N_in = k * N`` (k synaptic currents per neuron).
+        tau_mem: membrane time constant(s) in seconds, scalar or (N,).
+        tau_syn: synaptic time constant(s) in seconds, scalar, (N,), (k,) or (N, k).
+        threshold: firing threshold(s), scalar or (N,).
+        bias: constant input current(s), scalar or (N,).
+        dt: time step in seconds.
+        has_rec: add recurrent weights ``w_rec`` (N, N*k); random (needs ``key``) when ``w_rec`` is None.
+        w_rec: recurrent weights (N, N*k) (implies ``has_rec``).
+        max_spikes_per_dt: spike cap per neuron per step (Xylo: 31 hidden, 1 output).
+        surrogate: a :class:`Surrogate` (default fast sigmoid, scale 10).
+        key: random key for the default ``w_rec``.
+
+    Every array field is trainable (``jax.grad`` reaches weights, time constants, thresholds, biases).
+    """
+
+    tau_mem: jax.Array
+    tau_syn: jax.Array
+    threshold: jax.Array
+    bias: jax.Array
+    w_rec: jax.Array | None
+    dt: float = eqx.field(static=True)
+    max_spikes_per_dt: float = eqx.field(static=True)
+    surrogate: Surrogate = eqx.field(static=True)
+    n_neurons: int = eqx.field(static=True)
+    n_synapses: int = eqx.field(static=True)
+
+    def __init__(self, shape: int | tuple[int, int], *, tau_mem: Any = 0.02, tau_syn: Any = 0.02,
+                 threshold: Any = 1.0, bias: Any = 0.0, dt: float = 1e-3, has_rec: bool = False,
+                 w_rec: Any = None, max_spikes_per_dt: float = DEFAULT_MAX_SPIKES,
+                 surrogate: Surrogate | None = None, key: jax.Array | None = None) -> None:
+        dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        if len(dims) == 1:
+            dims = (dims[0], dims[0])
+        if len(dims) != 2 or any(not isinstance(d, (int, np.integer)) or d <= 0 for d in dims) \
+                or dims[0] % dims[1] != 0:
+            raise GraphError("LIF shape", value=shape, limit="N or (k * N, N) with positive ints",
+                             where="LIF", fix="pass N, or (N_in, N) with N_in a multiple of N")
+        n, k = int(dims[1]), int(dims[0]) // int(dims[1])
+        self.n_neurons, self.n_synapses = n, k
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+            raise PondError("LIF dt", value=dt, limit="a positive number of seconds", where="LIF",
+                            fix="pass dt in seconds, e.g. 1e-3")
+        self.dt = float(dt)
+        if not max_spikes_per_dt >= 1:
+            raise PondError("LIF max_spikes_per_dt", value=max_spikes_per_dt, limit=">= 1",
+                            where="LIF", fix="allow at least one spike per step")
+        self.max_spikes_per_dt = float(max_spikes_per_dt)
+        self.surrogate = surrogate if surrogate is not None else Surrogate()
+        self.tau_mem = _per_neuron(tau_mem, (n,), "tau_mem", positive=True)
+        self.tau_syn = _per_neuron(tau_syn, (n, k), "tau_syn", positive=True)
+        self.threshold = _per_neuron(threshold, (n,), "threshold")
+        self.bias = _per_neuron(bias, (n,), "bias")
+        if w_rec is None and has_rec:
+            if key is None:
+                raise PondError("a recurrent LIF needs w_rec or a random key", where="LIF",
+                                fix="pass w_rec=... or key=jax.random.PRNGKey(0)")
+            w_rec = jax.random.normal(key, (n, n * k), jnp.float32) / np.sqrt(n)
+        if w_rec is not None:
+            w = jnp.asarray(w_rec, dtype=jnp.float32)
+            if w.shape != (n, n * k):
+                raise GraphError("LIF w_rec shape", value=tuple(w.shape), limit=(n, n * k), where="LIF",
+                                 fix="pass recurrent weights indexed (pre neuron, post channel)")
+            self.w_rec = w
+        else:
+            self.w_rec = None
+
+    # -- sizes and state ------------------------------------------------------------------------
+    @property
+    def size_in(self) -> int:
+        """Input channels ``N * k``."""
+        return self.n_neurons * self.n_synapses
+
+    @property
+    def size_out(self) -> int:
+        """Output channels ``N``."""
+        return self.n_neurons
+
+    @property
+    def has_rec(self) -> bool:
+        """True when the layer has recurrent weights."""
+        return self.w_rec is not None
+
+    def init_state(self, batch_shape: tuple[int, ...] = ()) -> LIFState:
+        """Zero state for ``batch_shape`` samples."""
+        n, k = self.n_neurons, self.n_synapses
+        z = jnp.zeros
+        return LIFState(z(batch_shape + (n, k), jnp.float32), z(batch_shape + (n,), jnp.float32),
+                        z(batch_shape + (n,), jnp.float32))
+
+    def parameters(self) -> LIFParameters:
+        """Per-step parameters: decays ``exp(-dt / tau)`` and the rest as stored."""
+        return LIFParameters(jnp.exp(-self.dt / self.tau_mem), jnp.exp(-self.dt / self.tau_syn),
+                             self.threshold, self.bias, self.w_rec, self.max_spikes_per_dt,
+                             self.surrogate)
+
+    # -- evolution ------------------------------------------------------------------------------
+    def evolve_tm(self, x: jax.Array, state: LIFState, record: bool):
+        """Time-major evolution ``x`` (T, *batch, N*k) -> spikes (T, *batch, N)."""
+        p = self.parameters()
+        spikes, vmem, isyn, state = lif_scan(p.max_spikes, p.surrogate, p.alpha, p.beta, p.threshold,
+                                             p.bias, p.w_rec, x, LIFState(*state))
+        if record:
+            return spikes, state, {"vmem": vmem, "isyn": isyn, "spikes": spikes}
+        return spikes, state, {}
+
+    def __call__(self, x: Any, state: LIFState | None = None, record: bool = False):
+        """``(spikes, state, record)`` for input (T, N*k) or (B, T, N*k).
+
+        ``record`` keys: ``vmem`` (.., T, N) after reset, ``isyn`` (.., T, N, k), ``spikes`` (.., T, N).
+        """
+        return evolve_time_major(self, x, state, record)
+
+    evolve = __call__
+
+    # -- graph ----------------------------------------------------------------------------------
+    def as_graph(self, name: str | None = None):
+        """:class:`~pondlib.graph.LIFNeurons`, wrapped with a recurrent
+        :class:`~pondlib.graph.LinearWeights` (outputs back to inputs) when the layer is recurrent."""
+        name = name or "LIF"
+        neurons = LIFNeurons._factory(
+            self.size_in, self.size_out, name, self,
+            tau_mem=np.array(self.tau_mem, dtype=float), tau_syn=np.array(self.tau_syn, dtype=float),
+            threshold=np.array(self.threshold, dtype=float), bias=np.array(self.bias, dtype=float),
+            dt=self.dt, max_spikes_per_dt=self.max_spikes_per_dt)
+        if self.w_rec is None:
+            return neurons
+        rec = LinearWeights._factory(self.size_out, self.size_in, f"{name}/w_rec", self,
+                                     weights=np.array(self.w_rec, dtype=float))
+        connect_modules(neurons, rec)
+        connect_modules(rec, neurons)
+        return GraphHolder(list(neurons.input_nodes), list(neurons.output_nodes), name, self)

@@ -1,0 +1,107 @@
+"""Dense weights: ``y = x @ W + b``.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> lin = Linear(3, 2, weight=jnp.array([[1., 0.], [0., 1.], [1., 1.]]))
+    >>> y, _, _ = lin(jnp.ones((4, 3)))
+    >>> y.shape, y[0].tolist()
+    ((4, 2), [2.0, 2.0])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pondlib.errors import GraphError, PondError
+from pondlib.graph import LinearWeights
+from pondlib.nn.base import evolve_time_major
+
+__all__ = ["Linear"]
+
+
+def _as_param(value: Any, shape: tuple[int, ...], name: str, where: str) -> jax.Array:
+    arr = jnp.asarray(value, dtype=jnp.float32)
+    if arr.shape != shape:
+        raise GraphError(f"{name} shape", value=tuple(arr.shape), limit=shape, where=where,
+                         fix=f"pass {name} with shape {shape}")
+    if not bool(jnp.all(jnp.isfinite(arr))):
+        raise PondError(f"{name} contains NaN or inf", where=where, fix="pass finite values")
+    return arr
+
+
+class Linear(eqx.Module):
+    """Dense weights ``y = x @ weight + bias``.
+
+    Args:
+        n_in, n_out: sizes.
+        weight: (n_in, n_out) initial weights; default uniform in ``±1/sqrt(n_in)`` (needs ``key``).
+        bias: False (no bias), True (zeros, trainable) or an (n_out,) array.
+        key: a ``jax.random`` key for the default initialisation.
+
+    Stateless: the state is ``None`` and there is no record.
+    """
+
+    weight: jax.Array
+    bias: jax.Array | None
+    n_in: int = eqx.field(static=True)
+    n_out: int = eqx.field(static=True)
+
+    def __init__(self, n_in: int, n_out: int, *, weight: Any = None, bias: Any = False,
+                 key: jax.Array | None = None) -> None:
+        for what, n in (("n_in", n_in), ("n_out", n_out)):
+            if not isinstance(n, (int, np.integer)) or n <= 0:
+                raise GraphError(f"Linear {what}", value=n, limit="a positive integer",
+                                 fix=f"pass {what} as a positive int")
+        self.n_in, self.n_out = int(n_in), int(n_out)
+        if weight is None:
+            if key is None:
+                raise PondError("Linear needs an initial weight or a random key", where="Linear",
+                                fix="pass key=jax.random.PRNGKey(0) or weight=...")
+            lim = 1.0 / np.sqrt(n_in)
+            weight = jax.random.uniform(key, (n_in, n_out), jnp.float32, -lim, lim)
+        self.weight = _as_param(weight, (self.n_in, self.n_out), "weight", "Linear")
+        if bias is False or bias is None:
+            self.bias = None
+        elif bias is True:
+            self.bias = jnp.zeros((self.n_out,), jnp.float32)
+        else:
+            self.bias = _as_param(bias, (self.n_out,), "bias", "Linear")
+
+    @property
+    def size_in(self) -> int:
+        """Input channels."""
+        return self.n_in
+
+    @property
+    def size_out(self) -> int:
+        """Output channels."""
+        return self.n_out
+
+    def init_state(self, batch_shape: tuple[int, ...] = ()) -> None:
+        """Linear layers carry no state."""
+        return None
+
+    def evolve_tm(self, x: jax.Array, state: None, record: bool) -> tuple[jax.Array, None, dict]:
+        """``x`` (T, *batch, n_in) -> (T, *batch, n_out); all time steps at once."""
+        y = x @ self.weight
+        if self.bias is not None:
+            y = y + self.bias
+        return y, None, {}
+
+    def __call__(self, x: Any, state: Any = None, record: bool = False):
+        """``(output, state, record)`` for input (T, n_in) or (B, T, n_in)."""
+        return evolve_time_major(self, x, state, record)
+
+    evolve = __call__
+
+    def as_graph(self, name: str | None = None) -> LinearWeights:
+        """A :class:`~pondlib.graph.LinearWeights` holding numpy copies of weight and bias."""
+        return LinearWeights._factory(
+            self.n_in, self.n_out, name or "Linear", self,
+            weights=np.array(self.weight, dtype=float),
+            biases=None if self.bias is None else np.array(self.bias, dtype=float))
