@@ -200,8 +200,14 @@ class LIF(eqx.Module):
                         z(batch_shape + (n,), jnp.float32))
 
     def parameters(self) -> LIFParameters:
-        """Per-step parameters: decays ``exp(-dt / tau)`` and the rest as stored."""
-        return LIFParameters(jnp.exp(-self.dt / self.tau_mem), jnp.exp(-self.dt / self.tau_syn),
+        """Per-step parameters: decays ``exp(-dt / tau)`` and the rest as stored.
+
+        Training can push a time constant to zero or below; such a neuron decays completely in one
+        step (decay 0, zero gradient) instead of producing NaN. The constructor refuses tau <= 0.
+        """
+        floor = self.dt * 1e-6
+        return LIFParameters(jnp.exp(-self.dt / jnp.maximum(self.tau_mem, floor)),
+                             jnp.exp(-self.dt / jnp.maximum(self.tau_syn, floor)),
                              self.threshold, self.bias, self.w_rec, self.max_spikes_per_dt,
                              self.surrogate)
 
