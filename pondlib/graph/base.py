@@ -196,20 +196,25 @@ def connect_modules(
             "output size of the source does not match input size of the destination",
             value=len(src), limit=len(dst), where=f"connect {source.name} -> {dest.name}",
             fix="select matching source_indices/dest_indices or change one module's size")
-    for s_node, d_node in zip(src, dst):
-        if s_node is d_node:
-            continue
-        # every reader of the destination node reads the source node instead
-        for m in list(d_node.sink_modules):
-            m.input_nodes = [s_node if n is d_node else n for n in m.input_nodes]
-            s_node.add_sink(m)
-        # writers of the destination node (e.g. an alias into a residual's input) now write to the source node
-        for m in list(d_node.source_modules):
-            m.output_nodes = [s_node if n is d_node else n for n in m.output_nodes]
-            s_node.add_source(m)
-        dest.input_nodes = [s_node if n is d_node else n for n in dest.input_nodes]
-        if dest.output_nodes is not None:
-            dest.output_nodes = [s_node if n is d_node else n for n in dest.output_nodes]
-        d_node.sink_modules, d_node.source_modules = [], []
+    # one pass: map each destination node to its source node, then rewrite every affected module once
+    mapping = {id(d): s for s, d in zip(src, dst) if s is not d}
+    if mapping:
+        affected: dict[int, GraphModuleBase] = {}
+        for s_node, d_node in zip(src, dst):
+            if s_node is d_node:
+                continue
+            # readers of the destination node read the source node instead; writers of it (e.g. an
+            # alias into a residual's input) now write to the source node
+            for m in d_node.sink_modules:
+                s_node.add_sink(m)
+                affected[id(m)] = m
+            for m in d_node.source_modules:
+                s_node.add_source(m)
+                affected[id(m)] = m
+            d_node.sink_modules, d_node.source_modules = [], []
+        affected[id(dest)] = dest
+        for m in affected.values():
+            m.input_nodes = [mapping.get(id(n), n) for n in m.input_nodes]
+            m.output_nodes = [mapping.get(id(n), n) for n in m.output_nodes]
     return GraphHolder(list(source.input_nodes), list(dest.output_nodes),
                        f"{source.name}--{dest.name}", None)

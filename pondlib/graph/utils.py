@@ -93,7 +93,7 @@ def _order(graph: GraphModuleBase) -> tuple[list[GraphModuleBase], list[tuple[Gr
     for start in starts:
         if id(start) in state or isinstance(start, GraphHolder):
             continue
-        stack = [(start, iter(sink_modules_of(start)))]
+        stack = [(start, iter(sink_modules_of(start)[::-1]))]
         state[id(start)] = 1
         while stack:
             m, it = stack[-1]
@@ -108,7 +108,7 @@ def _order(graph: GraphModuleBase) -> tuple[list[GraphModuleBase], list[tuple[Gr
             s = state.get(id(nxt))
             if s is None:
                 state[id(nxt)] = 1
-                stack.append((nxt, iter(sink_modules_of(nxt))))
+                stack.append((nxt, iter(sink_modules_of(nxt)[::-1])))
             elif s == 1:
                 back.append((m, nxt))
     return post[::-1], back

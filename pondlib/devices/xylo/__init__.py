@@ -1,0 +1,40 @@
+"""SynSense Xylo (Audio 2 by default, Audio 3 and IMU as other limits of the same core).
+
+The pipeline::
+
+    spec = mapper(net.as_graph(), limits=XYLO_AUDIO2)       # every design rule, all violations at once
+    spec_q = pondlib.transform.channel_quantize(spec)       # int8 weights, int16 thresholds/biases
+    config, ok, message = config_from_specification(spec_q) # every register validated
+    output, state, record = XyloSim.from_config(config).evolve(events, record=True)
+
+Files: ``limits`` (the chip variants as data), ``specification`` (the mapper's output type),
+``mapper``, ``config``, ``sim`` (bit-exact batched simulator), ``hdk`` (the development-kit interface
+backed by a numpy model of the board: no vendor SDK needed).
+"""
+
+from pondlib.devices.xylo.config import XyloConfig, config_from_specification, validate_config
+from pondlib.devices.xylo.hdk import (
+    CostModel,
+    MockXyloDevice,
+    RunStats,
+    XyloBoard,
+    decode_config,
+    encode_config,
+    find_xylo_hdks,
+    memory_map,
+    set_mock_boards,
+)
+from pondlib.devices.xylo.limits import LIMITS, XYLO_AUDIO2, XYLO_AUDIO3, XYLO_IMU, XyloLimits, get_limits
+from pondlib.devices.xylo.mapper import RULES, SUPPORTED_MODULES, mapper
+from pondlib.devices.xylo.sim import RECORD_KEYS, STATE_KEYS, XyloSim
+from pondlib.devices.xylo.specification import MappingReport, QuantizationReport, Specification
+
+__all__ = [
+    "XyloLimits", "XYLO_AUDIO2", "XYLO_AUDIO3", "XYLO_IMU", "LIMITS", "get_limits",
+    "Specification", "MappingReport", "QuantizationReport",
+    "mapper", "RULES", "SUPPORTED_MODULES",
+    "XyloConfig", "validate_config", "config_from_specification",
+    "XyloSim", "RECORD_KEYS", "STATE_KEYS",
+    "find_xylo_hdks", "set_mock_boards", "XyloBoard", "MockXyloDevice", "CostModel", "RunStats",
+    "encode_config", "decode_config", "memory_map",
+]

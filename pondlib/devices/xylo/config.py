@@ -1,0 +1,498 @@
+"""A typed Xylo core configuration: every register of the core, validated, saved and loaded losslessly.
+
+:class:`XyloConfig` is what the simulator (:mod:`pondlib.devices.xylo.sim`) and, later, a board runs.
+It is built from a quantized :class:`~pondlib.devices.xylo.specification.Specification` by
+:func:`config_from_specification` and checked by :func:`validate_config`, which returns *every*
+problem at once (field, first offending index, value and allowed range), never the first only.
+
+Integer arrays are stored as ``np.int64`` (wider than the chip's registers) so that an out-of-range
+value stays representable and can be reported: nothing is wrapped or clipped when a configuration is
+built. A field holding non-integer values (an unrounded dash, a NaN) is kept as ``float64`` so that
+:func:`validate_config` can report it; such a configuration is invalid.
+
+Fields (``N_in`` input channels, ``N_hid`` hidden neurons, ``N_out`` output neurons, ``k`` synapses per
+hidden neuron, 1 or 2):
+
+========================================  ================  ===========  ==========================================
+field                                     shape             chip width   meaning
+========================================  ================  ===========  ==========================================
+``weights_in``                            (N_in, N_hid, k)  int8         input -> hidden ``[pre, post, syn]``
+``weights_rec``                           (N_hid, N_hid, k) int8         hidden -> hidden (one step delay)
+``weights_out``                           (N_hid, N_out)    int8         hidden -> output (one step delay)
+``dash_mem``, ``dash_syn``, ``dash_syn_2``  (N_hid,)          uint4 0..15  decay bit-shifts (membrane, syn 0, syn 1)
+``dash_mem_out``, ``dash_syn_out``          (N_out,)          uint4 0..15  output decay bit-shifts
+``threshold``, ``bias``                   (N_hid,)          int16        hidden threshold, constant bias current
+``threshold_out``, ``bias_out``           (N_out,)          int16        output threshold and bias
+``weight_shift_in/rec/out``               int               uint4 0..15  left shift of each projection's weights
+``aliases``                               (N_hid,)          id or -1     alias target (a higher hidden id)
+``bias_enable``                           bool              1 bit        biases are added only when enabled
+``dt``                                    float (s)         -            the common time step
+``limits_name``                           str               -            the Xylo variant (see ``limits.py``)
+========================================  ================  ===========  ==========================================
+
+Example:
+    >>> import numpy as np
+    >>> from pondlib.devices.xylo.specification import Specification
+    >>> spec = Specification.zeros(n_in=2, n_hidden=3, n_output=1, n_synapses=1)
+    >>> spec = spec.replace(threshold=np.full(3, 10.0), threshold_out=np.ones(1),
+    ...                     dash_mem=np.full(3, 2.5))
+    >>> config, ok, message = config_from_specification(spec)
+    >>> ok
+    False
+    >>> print(message)
+    1 configuration problem(s):
+      - dash_mem[0]: got 2.5, expected an integer in 0..15 (non-integer; 3 value(s) affected)
+    >>> config, ok, message = config_from_specification(spec.replace(dash_mem=np.full(3, 2.0)))
+    >>> ok, message, config.dash_mem.dtype, config.bias_enable
+    (True, 'valid', dtype('int64'), False)
+    >>> config.weights_in.shape
+    (2, 3, 1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import zipfile
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pondlib.devices.xylo.limits import XyloLimits, get_limits
+from pondlib.errors import ConfigError, PondError
+
+__all__ = [
+    "XyloConfig",
+    "validate_config",
+    "config_from_specification",
+    "config_equal",
+    "CONFIG_ARRAY_FIELDS",
+    "CONFIG_SCALAR_FIELDS",
+]
+
+#: Array-valued fields, in a fixed order.
+CONFIG_ARRAY_FIELDS = (
+    "weights_in", "weights_rec", "weights_out",
+    "dash_mem", "dash_syn", "dash_syn_2", "dash_mem_out", "dash_syn_out",
+    "threshold", "bias", "threshold_out", "bias_out", "aliases",
+)
+#: Scalar fields, in a fixed order.
+CONFIG_SCALAR_FIELDS = (
+    "weight_shift_in", "weight_shift_rec", "weight_shift_out", "bias_enable", "dt", "limits_name",
+)
+
+_FORMAT_KEY = "__xylo_config_format__"
+_FORMAT_VERSION = 1
+
+
+def _as_register_array(value: Any, name: str) -> np.ndarray:
+    """A read-only copy of ``value``: int64 when every entry is an integer, else float64 (or as is).
+
+    Never rounds, wraps or clips: a non-integer or out-of-range value is kept so it can be reported.
+    """
+    arr = np.array(value, copy=True)
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind in "iu":
+        if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+            arr = arr.astype(np.float64)  # unrepresentable in int64: kept as float, reported invalid
+        else:
+            arr = arr.astype(np.int64)
+    elif arr.dtype.kind == "f":
+        arr = arr.astype(np.float64)
+        finite = np.isfinite(arr)
+        big = np.abs(np.where(finite, arr, 0.0)) >= 2.0 ** 62
+        if finite.all() and not big.any() and np.array_equal(arr, np.rint(arr)):
+            arr = arr.astype(np.int64)
+    elif arr.dtype.kind != "i":
+        raise ConfigError(f"field {name!r} is not numeric", value=str(arr.dtype),
+                          limit="an integer or float array", where="XyloConfig",
+                          fix="pass numeric arrays")
+    arr.setflags(write=False)
+    return arr
+
+
+def _as_register_scalar(value: Any) -> Any:
+    """An int when ``value`` is integer-valued, else the value unchanged (to be reported)."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class XyloConfig:
+    """Every register of one Xylo core (see the module docstring for the table of fields).
+
+    Arrays are read-only copies (``np.int64``, or ``float64`` when a value is not an integer, which
+    :func:`validate_config` reports). Equality (``==``) compares every field, dtypes included.
+    """
+
+    weights_in: np.ndarray
+    weights_rec: np.ndarray
+    weights_out: np.ndarray
+    dash_mem: np.ndarray
+    dash_syn: np.ndarray
+    dash_syn_2: np.ndarray
+    dash_mem_out: np.ndarray
+    dash_syn_out: np.ndarray
+    threshold: np.ndarray
+    bias: np.ndarray
+    threshold_out: np.ndarray
+    bias_out: np.ndarray
+    aliases: np.ndarray
+    weight_shift_in: int = 0
+    weight_shift_rec: int = 0
+    weight_shift_out: int = 0
+    bias_enable: bool = False
+    dt: float = 1e-3
+    limits_name: str = "Xylo Audio 2"
+
+    def __post_init__(self) -> None:
+        for name in CONFIG_ARRAY_FIELDS:
+            object.__setattr__(self, name, _as_register_array(getattr(self, name), name))
+        for name in ("weight_shift_in", "weight_shift_rec", "weight_shift_out"):
+            object.__setattr__(self, name, _as_register_scalar(getattr(self, name)))
+        object.__setattr__(self, "bias_enable", bool(self.bias_enable))
+        object.__setattr__(self, "dt", float(self.dt))
+        object.__setattr__(self, "limits_name", str(self.limits_name))
+
+    # -- sizes ----------------------------------------------------------------------------------
+    @property
+    def n_input(self) -> int:
+        """Number of input channels."""
+        return int(self.weights_in.shape[0]) if self.weights_in.ndim >= 1 else 0
+
+    @property
+    def n_hidden(self) -> int:
+        """Number of hidden neurons."""
+        return int(self.threshold.shape[0]) if self.threshold.ndim == 1 else 0
+
+    @property
+    def n_output(self) -> int:
+        """Number of output neurons."""
+        return int(self.threshold_out.shape[0]) if self.threshold_out.ndim == 1 else 0
+
+    @property
+    def n_synapses(self) -> int:
+        """Synaptic states per hidden neuron (1 or 2)."""
+        return int(self.weights_in.shape[2]) if self.weights_in.ndim == 3 else 0
+
+    # -- equality -------------------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, XyloConfig):
+            return NotImplemented
+        return config_equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-content arrays: not hashable
+
+    def replace(self, **changes: Any) -> "XyloConfig":
+        """A new configuration with some fields replaced (this one is untouched)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as a plain dict (arrays are writable copies)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = v.copy() if isinstance(v, np.ndarray) else v
+        return out
+
+    # -- persistence ----------------------------------------------------------------------------
+    def save(self, path: "str | os.PathLike[str]") -> str:
+        """Write the configuration to ``path`` (an ``.npz`` archive, written exactly at ``path``).
+
+        Lossless: ``XyloConfig.load(path) == self``, dtypes included. Returns the path written.
+        """
+        payload: dict[str, np.ndarray] = {name: getattr(self, name) for name in CONFIG_ARRAY_FIELDS}
+        for name in CONFIG_SCALAR_FIELDS:
+            payload[name] = np.asarray(getattr(self, name))
+        payload[_FORMAT_KEY] = np.asarray(_FORMAT_VERSION)
+        path = os.fspath(path)
+        with open(path, "wb") as fh:
+            np.savez(fh, **payload)
+        return path
+
+    @classmethod
+    def load(cls, path: "str | os.PathLike[str]") -> "XyloConfig":
+        """Read a configuration written by :meth:`save`.
+
+        Raises:
+            ConfigError: the file is missing, not an ``.npz`` archive, or lacks a field (the
+                message names the path and the missing key).
+        """
+        path = os.fspath(path)
+        fix = "pass a file written by XyloConfig.save"
+        if not os.path.isfile(path):
+            raise ConfigError("configuration file not found", where=path, fix=fix)
+        try:
+            archive = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+            raise ConfigError(f"not a XyloConfig archive ({type(exc).__name__}: {exc})",
+                              where=path, fix=fix) from None
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ConfigError("not a XyloConfig archive (a single .npy array, not an .npz)",
+                              where=path, fix=fix)
+        with archive:
+            keys = set(archive.files)
+            missing = [k for k in (*CONFIG_ARRAY_FIELDS, *CONFIG_SCALAR_FIELDS) if k not in keys]
+            if missing:
+                raise ConfigError(f"missing key {missing[0]!r}"
+                                  + (f" (and {len(missing) - 1} more: {missing[1:]})"
+                                     if len(missing) > 1 else ""),
+                                  where=path, fix=fix)
+            try:
+                fields: dict[str, Any] = {k: archive[k] for k in CONFIG_ARRAY_FIELDS}
+                for k in CONFIG_SCALAR_FIELDS:
+                    fields[k] = archive[k].item()
+            except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+                raise ConfigError(f"corrupt XyloConfig archive ({type(exc).__name__}: {exc})",
+                                  where=path, fix=fix) from None
+        try:
+            return cls(**fields)
+        except PondError as exc:
+            raise ConfigError(f"invalid field in archive: {exc}", where=path, fix=fix) from None
+
+
+def config_equal(a: XyloConfig, b: XyloConfig) -> bool:
+    """True when every field of ``a`` and ``b`` is equal (arrays: same dtype, shape and values).
+
+    Example:
+        >>> from pondlib.devices.xylo.specification import Specification
+        >>> c, _, _ = config_from_specification(Specification.zeros(1, 2, 1))
+        >>> config_equal(c, c.replace(dt=2e-3)), config_equal(c, c.replace())
+        (False, True)
+    """
+    for f in dataclasses.fields(XyloConfig):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
+                return False
+            if x.dtype != y.dtype or x.shape != y.shape or not np.array_equal(x, y, equal_nan=True):
+                return False
+        elif type(x) is not type(y) or not (x == y or (x != x and y != y)):
+            return False
+    return True
+
+
+# -- validation -----------------------------------------------------------------------------------
+def _idx(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def _fmtv(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return repr(int(f)) if f.is_integer() and abs(f) < 2 ** 53 else repr(f)
+    if isinstance(v, np.integer):
+        return repr(int(v))
+    return repr(v)
+
+
+def _check_int_array(name: str, arr: np.ndarray, lo: int, hi: int, problems: list[str],
+                     allowed: str | None = None) -> None:
+    """Append one problem per kind (non-finite, non-integer, out of range) found in ``arr``."""
+    rng = allowed or f"an integer in {lo}..{hi}"
+    if arr.size == 0:
+        return
+    if arr.dtype.kind == "f":
+        nonfinite = ~np.isfinite(arr)
+        if nonfinite.any():
+            first = tuple(np.argwhere(nonfinite)[0])
+            problems.append(f"{name}{_idx(first)}: got {_fmtv(arr[first])}, expected {rng} "
+                            f"(non-finite; {int(nonfinite.sum())} value(s) affected)")
+        safe = np.where(nonfinite, 0.0, arr)
+        nonint = np.isfinite(arr) & (safe != np.rint(safe))
+        if nonint.any():
+            first = tuple(np.argwhere(nonint)[0])
+            problems.append(f"{name}{_idx(first)}: got {_fmtv(arr[first])}, expected {rng} "
+                            f"(non-integer; {int(nonint.sum())} value(s) affected)")
+        out = np.isfinite(arr) & ~nonint & ((safe < lo) | (safe > hi))
+    else:
+        out = (arr < lo) | (arr > hi)
+    if out.any():
+        first = tuple(np.argwhere(out)[0])
+        problems.append(f"{name}{_idx(first)}: got {_fmtv(arr[first])}, expected {rng} "
+                        f"(out of range; {int(out.sum())} value(s) affected)")
+
+
+def _check_int_scalar(name: str, v: Any, lo: int, hi: int, problems: list[str]) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        problems.append(f"{name}: got {_fmtv(v)}, expected an integer in {lo}..{hi} (not an integer)")
+    elif not lo <= int(v) <= hi:
+        problems.append(f"{name}: got {int(v)}, expected an integer in {lo}..{hi} (out of range)")
+
+
+def validate_config(config: XyloConfig, limits: "XyloLimits | str | None" = None) -> list[str]:
+    """Every problem of ``config`` against ``limits`` (default: the variant named by ``limits_name``).
+
+    Checks shapes and their consistency, sizes against the limits (``N_in``, ``N_hid``, ``N_out``,
+    ``k``), integer values (no NaN, no fractions), ranges (weights int8, thresholds and biases int16,
+    dashes and weight shifts 0..15), aliases (-1 or a hidden id strictly above the source), recurrent
+    fan-out (non-zero outgoing recurrent weights per neuron, both synapses counted), biases ignored
+    because ``bias_enable`` is off, and ``dt``. Each problem names the field, the first offending
+    index, the value and the allowed range. An empty list means valid.
+
+    Example:
+        >>> import numpy as np
+        >>> from pondlib.devices.xylo.specification import Specification
+        >>> c, ok, _ = config_from_specification(Specification.zeros(2, 3, 1))
+        >>> validate_config(c)
+        []
+        >>> bad = c.replace(weights_out=np.array([[300], [0], [-129]]), aliases=np.array([-1, 0, -1]))
+        >>> for p in validate_config(bad): print(p)
+        weights_out[0, 0]: got 300, expected an integer in -128..127 (out of range; 2 value(s) affected)
+        aliases[1]: got 0, expected -1 or a hidden id in 2..2 (alias targets must be higher ids)
+    """
+    problems: list[str] = []
+    if limits is None:
+        try:
+            lim = get_limits(config.limits_name)
+        except ConfigError:
+            problems.append(f"limits_name: got {config.limits_name!r}, expected a known Xylo variant "
+                            "(Xylo Audio 2, Xylo Audio 3, Xylo IMU)")
+            lim = get_limits(None)
+    else:
+        lim = get_limits(limits)
+
+    w_lo, w_hi = lim.weight_range
+    s_lo, s_hi = lim.state_range
+
+    # -- shapes ---------------------------------------------------------------------------------
+    win, wrec, wout = config.weights_in, config.weights_rec, config.weights_out
+    n_in = n_hid = n_out = k = None
+    if win.ndim != 3:
+        problems.append(f"weights_in: got shape {win.shape}, expected (N_in, N_hid, k), 3-D")
+    else:
+        n_in, n_hid, k = win.shape
+    if config.threshold.ndim == 1 and n_hid is None:
+        n_hid = config.threshold.shape[0]
+    if config.threshold_out.ndim == 1:
+        n_out = config.threshold_out.shape[0]
+    elif wout.ndim == 2:
+        n_out = wout.shape[1]
+    if k is None and wrec.ndim == 3:
+        k = wrec.shape[2]
+    if k is not None and k not in (1, 2):
+        problems.append(f"weights_in: got k = {k} synapses per neuron, expected 1 or 2")
+    if n_hid is not None and k is not None and wrec.shape != (n_hid, n_hid, k):
+        problems.append(f"weights_rec: got shape {wrec.shape}, expected (N_hid, N_hid, k) = "
+                        f"{(n_hid, n_hid, k)}")
+    if n_hid is not None and n_out is not None and wout.shape != (n_hid, n_out):
+        problems.append(f"weights_out: got shape {wout.shape}, expected (N_hid, N_out) = "
+                        f"{(n_hid, n_out)}")
+    for name in ("dash_mem", "dash_syn", "dash_syn_2", "threshold", "bias", "aliases"):
+        a = getattr(config, name)
+        if n_hid is not None and a.shape != (n_hid,):
+            problems.append(f"{name}: got shape {a.shape}, expected (N_hid,) = ({n_hid},)")
+    for name in ("dash_mem_out", "dash_syn_out", "threshold_out", "bias_out"):
+        a = getattr(config, name)
+        if n_out is not None and a.shape != (n_out,):
+            problems.append(f"{name}: got shape {a.shape}, expected (N_out,) = ({n_out},)")
+
+    # -- sizes against the limits ---------------------------------------------------------------
+    if n_in is not None and not 1 <= n_in <= lim.n_input:
+        problems.append(f"weights_in: got N_in = {n_in} input channels, expected 1..{lim.n_input} "
+                        f"({lim.name})")
+    if n_hid is not None and not 1 <= n_hid <= lim.n_hidden:
+        problems.append(f"weights_in: got N_hid = {n_hid} hidden neurons, expected 1..{lim.n_hidden} "
+                        f"({lim.name})")
+    if n_out is not None and not 1 <= n_out <= lim.n_output:
+        problems.append(f"weights_out: got N_out = {n_out} output neurons, expected 1..{lim.n_output} "
+                        f"({lim.name})")
+    if k is not None and k in (1, 2) and k > lim.n_synapses:
+        problems.append(f"weights_in: got k = {k} synapses per hidden neuron, expected at most "
+                        f"{lim.n_synapses} ({lim.name})")
+
+    # -- value ranges ---------------------------------------------------------------------------
+    for name in ("weights_in", "weights_rec", "weights_out"):
+        _check_int_array(name, getattr(config, name), w_lo, w_hi, problems)
+    for name in ("dash_mem", "dash_syn", "dash_syn_2", "dash_mem_out", "dash_syn_out"):
+        _check_int_array(name, getattr(config, name), 0, lim.dash_max, problems)
+    for name in ("threshold", "bias", "threshold_out", "bias_out"):
+        _check_int_array(name, getattr(config, name), s_lo, s_hi, problems)
+    for name in ("weight_shift_in", "weight_shift_rec", "weight_shift_out"):
+        _check_int_scalar(name, getattr(config, name), 0, lim.weight_shift_max, problems)
+
+    # -- aliases --------------------------------------------------------------------------------
+    al = config.aliases
+    if al.ndim == 1 and al.size:
+        n = al.shape[0]
+        if al.dtype.kind == "f":
+            _check_int_array("aliases", al, -1, n - 1, problems,
+                             allowed="-1 or a higher hidden id")
+        else:
+            src = np.arange(n)
+            bad = (al != -1) & ((al <= src) | (al >= n))
+            if bad.any():
+                i = int(np.argwhere(bad)[0][0])
+                problems.append(f"aliases[{i}]: got {int(al[i])}, expected -1 or a hidden id in "
+                                f"{i + 1}..{n - 1} (alias targets must be higher ids)")
+
+    # -- recurrent fan-out ----------------------------------------------------------------------
+    if wrec.ndim == 3 and wrec.size:
+        fan = np.count_nonzero(np.nan_to_num(wrec, nan=1.0), axis=(1, 2))
+        over = fan > lim.max_fanout_rec
+        if over.any():
+            j = int(np.argwhere(over)[0][0])
+            problems.append(f"weights_rec[{j}]: got a recurrent fan-out of {int(fan[j])} non-zero "
+                            f"weights, expected at most {lim.max_fanout_rec} "
+                            f"({int(over.sum())} neuron(s) affected)")
+
+    # -- biases that the chip would ignore ------------------------------------------------------
+    if not config.bias_enable:
+        for name in ("bias", "bias_out"):
+            b = np.nan_to_num(getattr(config, name), nan=1.0)
+            if b.size and np.any(b != 0):
+                i = tuple(np.argwhere(b != 0)[0])
+                problems.append(f"{name}{_idx(i)}: got {_fmtv(getattr(config, name)[i])} with "
+                                "bias_enable False, expected 0 (the chip would ignore the bias; "
+                                "set bias_enable=True)")
+
+    # -- dt -------------------------------------------------------------------------------------
+    if not (np.isfinite(config.dt) and lim.dt_min <= config.dt <= lim.dt_max):
+        problems.append(f"dt: got {config.dt!r} s, expected {lim.dt_min}..{lim.dt_max} s ({lim.name})")
+    return problems
+
+
+def config_from_specification(spec: Any, limits: "XyloLimits | str | None" = None
+                              ) -> tuple[XyloConfig, bool, str]:
+    """Build a :class:`XyloConfig` from a (quantized) specification and validate it.
+
+    Values are taken as given: integer-valued arrays become ``np.int64``; non-integer ones (an
+    unquantized specification) are kept as float and reported, never rounded silently. Biases are
+    enabled when any hidden or output bias is non-zero (the chip has one global enable). The
+    specification is never modified.
+
+    Args:
+        spec: a :class:`~pondlib.devices.xylo.specification.Specification`.
+        limits: the variant to check against (default: ``spec.limits_name``).
+
+    Returns:
+        ``(config, is_valid, message)``: ``message`` is ``"valid"`` or lists every problem.
+    """
+    if limits is not None:
+        lim = get_limits(limits)
+        limits_name = lim.name
+    else:
+        lim = None
+        limits_name = str(getattr(spec, "limits_name", "Xylo Audio 2"))
+    missing = [n for n in (*CONFIG_ARRAY_FIELDS, "dt", "weight_shift_in", "weight_shift_rec",
+                           "weight_shift_out") if not hasattr(spec, n)]
+    if missing:
+        raise ConfigError(f"not a Specification: missing field(s) {missing}",
+                          value=type(spec).__name__, fix="pass a pondlib Specification")
+    arrays = {n: np.array(getattr(spec, n), copy=True) for n in CONFIG_ARRAY_FIELDS}
+    bias_enable = bool(np.any(np.asarray(arrays["bias"]) != 0)
+                       or np.any(np.asarray(arrays["bias_out"]) != 0))
+    config = XyloConfig(**arrays, weight_shift_in=spec.weight_shift_in,
+                        weight_shift_rec=spec.weight_shift_rec, weight_shift_out=spec.weight_shift_out,
+                        bias_enable=bias_enable, dt=spec.dt, limits_name=limits_name)
+    problems = validate_config(config, lim)
+    if problems:
+        return config, False, str(ConfigError(problems=problems))
+    return config, True, "valid"

@@ -1,0 +1,477 @@
+"""A fast, bit-exact simulator of the Xylo core (integer dynamics of ``docs/XYLO.md``).
+
+The kernel is event-driven and compiled with numba: per time step it touches input weights only for
+channels with events, recurrent and readout weights only for neurons that spiked in the previous step
+(per-pre-neuron sparse lists built once from the dense matrices), and does one O(N) pass to decay,
+integrate and spike. A batch of independent samples runs in parallel (``numba.prange``), each sample
+with its own state.
+
+Update equations (one step ``t``; all arithmetic integer; ``sat16`` clamps to [-32768, 32767];
+``decay(v, d) = v >> d`` (arithmetic shift, floor), replaced by ``sign(v)`` when it is 0; the delivered
+weight of a projection with shift ``s`` is ``wrap16(w << s)``)::
+
+    1. input      for c ascending:  n = min(x[t, c], 15)
+                                    isyn[i, q] = sat16(isyn[i, q] + n * wrap16(w_in[c, i, q] << s_in))
+    2. recurrent  for j ascending with m = spikes[t-1, j] > 0:
+                                    isyn[i, q] = sat16(isyn[i, q] + m * wrap16(w_rec[j, i, q] << s_rec))
+    3. readout    for j ascending with m = spikes[t-1, j] > 0:
+                                    isyn_out[o] = sat16(isyn_out[o] + m * wrap16(w_out[j, o] << s_out))
+    4. hidden     for i ascending (spike buffer b = 0 at the start of the step):
+                    isyn[i, q] -= decay(isyn[i, q], dash_syn[i, q])
+                    dv   = wrap16(-decay(vmem[i], dash_mem[i]))
+                    dv   = sat16(dv + isyn[i, 0] + isyn[i, 1]);  dv = sat16(dv + bias[i]) if bias_enable
+                    vmem = sat16(vmem + dv)
+                    n = b[i]; while vmem >= threshold[i] and n < 31: n += 1; vmem = wrap16(vmem - threshold[i])
+                    b[i] = n;  if aliases[i] >= 0: b[aliases[i]] = min(b[aliases[i]] + n, 31)
+    5. output     the same with one synapse, the output parameters, at most 1 spike, no aliases
+    6. spikes[t] = b (drives steps 2 and 3 at t + 1); the output at t is the output spike vector
+
+Units: states, thresholds, biases and weights are chip integers (no physical unit); ``dt`` (seconds)
+only labels time, it does not enter the integer dynamics. Input is a count of events per channel per
+step. **The chip clips counts above 15 to 15** (a 4-bit input counter); this simulator does the same,
+which is the hardware behaviour and not an error.
+
+Record (``record=True``), ``int32`` arrays, time first (a leading ``B`` axis for batched input):
+
+=============  ==============  ==========================================================
+key            shape           content (value at the end of step ``t``)
+=============  ==============  ==========================================================
+``Vmem``       (T, N_hid)      hidden membrane, after reset by subtraction
+``Isyn``       (T, N_hid)      hidden synaptic state of synapse 0
+``Isyn2``      (T, N_hid)      hidden synaptic state of synapse 1 (zeros when k == 1)
+``Spikes``     (T, N_hid)      hidden spike counts, alias copies included (0..31)
+``Vmem_out``   (T, N_out)      output membrane
+``Isyn_out``   (T, N_out)      output synaptic state
+=============  ==============  ==========================================================
+
+The state (``Vmem``, ``Isyn``, ``Isyn2``, ``Spikes`` (last step's hidden spike counts, which drive
+the next step's recurrence and readout), ``Vmem_out``, ``Isyn_out``; ``int64``) persists across calls
+to :meth:`XyloSim.evolve` until :meth:`XyloSim.reset_state`: two half-length runs equal one run.
+
+Example:
+    >>> import numpy as np
+    >>> from pondlib.devices.xylo.config import XyloConfig
+    >>> cfg = XyloConfig(
+    ...     weights_in=np.array([[[100]]]), weights_rec=np.zeros((1, 1, 1)),
+    ...     weights_out=np.array([[50]]), dash_mem=[1], dash_syn=[1], dash_syn_2=[0],
+    ...     dash_mem_out=[1], dash_syn_out=[1], threshold=[60], bias=[0], threshold_out=[40],
+    ...     bias_out=[0], aliases=[-1])
+    >>> sim = XyloSim.from_config(cfg)
+    >>> out, state, rec = sim.evolve(np.array([[1], [0], [0], [0]]), record=True)
+    >>> rec["Isyn"][:, 0].tolist()     # 100 - 50; 50 - 25; 25 - (25 >> 1); 13 - 6
+    [50, 25, 13, 7]
+    >>> rec["Vmem"][:, 0].tolist()     # 0 + 50; 50 - 25 + 25; 50 - 25 + 13; 38 - 19 + 7
+    [50, 50, 38, 26]
+    >>> out, state, rec = sim.evolve(np.array([[15], [0], [0]]), record=True)  # continues
+    >>> rec["Isyn"][:, 0].tolist()     # (7 + 15 * 100) - 753 = 754, then halves
+    [754, 377, 189]
+    >>> rec["Spikes"][:, 0].tolist()   # (26 - 13 + 754) = 767 = 12 * 60 + 47: 12 spikes
+    [12, 6, 3]
+    >>> out[:, 0].tolist()             # the readout sees hidden spikes one step later
+    [0, 1, 1]
+    >>> state["Vmem"].tolist(), state["Spikes"].tolist()
+    ([30], [3])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from pondlib.devices.xylo.config import XyloConfig, config_from_specification, validate_config
+from pondlib.devices.xylo.limits import XyloLimits, get_limits
+from pondlib.errors import ConfigError, SimulationError
+
+__all__ = ["XyloSim", "RECORD_KEYS", "STATE_KEYS"]
+
+#: Keys of the record dict, in order.
+RECORD_KEYS = ("Vmem", "Isyn", "Isyn2", "Spikes", "Vmem_out", "Isyn_out")
+#: Keys of the state dict, in order.
+STATE_KEYS = ("Vmem", "Isyn", "Isyn2", "Spikes", "Vmem_out", "Isyn_out")
+
+_MAX_INPUT = 15          # 4-bit input event counter per channel per step
+_MAX_SPIKES_HID = 31     # 5-bit hidden spike counter per step
+_I16_MIN = -32768        # 16-bit signed state registers
+_I16_MAX = 32767
+
+
+# ------------------------------------------------------------------------------------------------
+# The compiled kernel
+# ------------------------------------------------------------------------------------------------
+@numba.njit(cache=True, inline="always")
+def _sat16(v):
+    # All synaptic/membrane registers and adders are 16-bit saturating on the chip.
+    if v > _I16_MAX:
+        return _I16_MAX
+    if v < _I16_MIN:
+        return _I16_MIN
+    return v
+
+
+@numba.njit(cache=True, inline="always")
+def _wrap16(v):
+    # Two's-complement narrowing to the 16-bit membrane register (only reachable by a reset with a
+    # threshold <= 0, which adds to the membrane).
+    return ((v + 32768) & 0xFFFF) - 32768
+
+
+@numba.njit(cache=True, inline="always")
+def _decay(v, d):
+    # Bit-shift decay: v >> d is an arithmetic (flooring) shift; when it rounds to 0 the chip still
+    # steps by one toward zero (sign(v)), so small states decay linearly and reach exactly 0.
+    dv = v >> d
+    if dv == 0:
+        if v > 0:
+            dv = 1
+        elif v < 0:
+            dv = -1
+    return dv
+
+
+@numba.njit(cache=True, nogil=True)
+def _run_sample(x, k,
+                in_ptr, in_post, in_syn, in_w,
+                rec_ptr, rec_post, rec_syn, rec_w,
+                out_ptr, out_post, out_w,
+                dash_mem, dash_syn, thr, bias, alias,
+                dash_mem_out, dash_syn_out, thr_out, bias_out, bias_enable,
+                vmem, isyn, spikes, vmem_out, isyn_out,
+                out, record, r_vmem, r_isyn, r_isyn2, r_spk, r_vmem_out, r_isyn_out):
+    """Run one sample for ``x.shape[0]`` steps; state arrays are updated in place."""
+    T = x.shape[0]
+    n_in = x.shape[1]
+    N = vmem.shape[0]
+    n_out = vmem_out.shape[0]
+    # Neurons that spiked in the previous step (event list for recurrence and readout).
+    active = np.empty(N, dtype=np.int64)
+    n_active = 0
+    for i in range(N):
+        if spikes[i] > 0:
+            active[n_active] = i
+            n_active += 1
+    for t in range(T):
+        # 1. Input: channels ascending; the 4-bit input counter clips at 15 events per step.
+        for c in range(n_in):
+            n = x[t, c]
+            if n > 0:
+                if n > _MAX_INPUT:
+                    n = _MAX_INPUT
+                for p in range(in_ptr[c], in_ptr[c + 1]):
+                    i = in_post[p]
+                    q = in_syn[p]
+                    # Saturating 16-bit accumulation after each source's contribution.
+                    isyn[i, q] = _sat16(isyn[i, q] + n * in_w[p])
+        # 2. Recurrent and 3. readout, from the spikes of step t-1 (one step of delay).
+        for a in range(n_active):
+            j = active[a]
+            m = spikes[j]
+            for p in range(rec_ptr[j], rec_ptr[j + 1]):
+                i = rec_post[p]
+                q = rec_syn[p]
+                isyn[i, q] = _sat16(isyn[i, q] + m * rec_w[p])
+            for p in range(out_ptr[j], out_ptr[j + 1]):
+                o = out_post[p]
+                isyn_out[o] = _sat16(isyn_out[o] + m * out_w[p])
+        # The per-step spike buffer starts at zero: clear last step's entries only.
+        for a in range(n_active):
+            spikes[active[a]] = 0
+        n_active = 0
+        # 4. Hidden update, ids ascending (aliases point to higher ids, so b[i] is final here).
+        for i in range(N):
+            s0 = isyn[i, 0]
+            s0 -= _decay(s0, dash_syn[i, 0])   # |s - decay(s)| <= |s|: stays in int16
+            isyn[i, 0] = s0
+            itot = s0                           # the two synapses are summed without saturation
+            if k == 2:
+                s1 = isyn[i, 1]
+                s1 -= _decay(s1, dash_syn[i, 1])
+                isyn[i, 1] = s1
+                itot += s1
+            v = vmem[i]
+            dv = -_decay(v, dash_mem[i])
+            if dv == 32768:
+                # The negated decrement is narrowed to int16: with dash 0 and v = -32768 it wraps
+                # from +32768 to -32768 (the chip's two's-complement negation).
+                dv = _I16_MIN
+            dv = _sat16(dv + itot)
+            if bias_enable:
+                dv = _sat16(dv + bias[i])
+            v = _sat16(v + dv)
+            n = spikes[i]                       # alias spikes already received this step
+            th = thr[i]
+            if v >= th and n < _MAX_SPIKES_HID:
+                if th > 0:
+                    # Reset by subtraction, at most 31 spikes (5-bit counter): the closed form of
+                    # "while v >= th and n < 31: n += 1; v -= th".
+                    c = v // th
+                    if c > _MAX_SPIKES_HID - n:
+                        c = _MAX_SPIKES_HID - n
+                    n += c
+                    v -= c * th
+                else:
+                    # threshold <= 0: the reset adds |threshold| in the 16-bit membrane register,
+                    # which wraps around (two's complement, as xylosim/the chip do); the loop stops
+                    # at the 31-spike cap or once the wrapped membrane falls below the threshold.
+                    # (With a positive threshold v - th lies in [0, v]: no wrap can occur.)
+                    while v >= th and n < _MAX_SPIKES_HID:
+                        n += 1
+                        v = _wrap16(v - th)
+            vmem[i] = v
+            if n > 0:
+                spikes[i] = n
+                active[n_active] = i
+                n_active += 1
+                tgt = alias[i]
+                if tgt >= 0:
+                    # Alias copies share the target's 5-bit spike counter (capped at 31).
+                    nt = spikes[tgt] + n
+                    spikes[tgt] = nt if nt < _MAX_SPIKES_HID else _MAX_SPIKES_HID
+            if record:
+                r_vmem[t, i] = v
+                r_isyn[t, i] = isyn[i, 0]
+                r_isyn2[t, i] = isyn[i, 1]
+                r_spk[t, i] = n
+        # 5. Output update: one synapse, at most one spike per step, no aliases.
+        for o in range(n_out):
+            s0 = isyn_out[o]
+            s0 -= _decay(s0, dash_syn_out[o])
+            isyn_out[o] = s0
+            v = vmem_out[o]
+            dv = -_decay(v, dash_mem_out[o])
+            if dv == 32768:
+                dv = _I16_MIN                   # int16 wrap of the negated decrement (see above)
+            dv = _sat16(dv + s0)
+            if bias_enable:
+                dv = _sat16(dv + bias_out[o])
+            v = _sat16(v + dv)
+            th = thr_out[o]
+            if v >= th:
+                out[t, o] = 1                   # 1-spike output counter
+                v = _wrap16(v - th)             # 16-bit register: wraps for a negative threshold
+            else:
+                out[t, o] = 0
+            vmem_out[o] = v
+            if record:
+                r_vmem_out[t, o] = v
+                r_isyn_out[t, o] = s0
+
+
+@numba.njit(cache=True, parallel=True)
+def _run_batch(x, k,
+               in_ptr, in_post, in_syn, in_w,
+               rec_ptr, rec_post, rec_syn, rec_w,
+               out_ptr, out_post, out_w,
+               dash_mem, dash_syn, thr, bias, alias,
+               dash_mem_out, dash_syn_out, thr_out, bias_out, bias_enable,
+               vmem, isyn, spikes, vmem_out, isyn_out,
+               out, record, r_vmem, r_isyn, r_isyn2, r_spk, r_vmem_out, r_isyn_out):
+    """Run ``B`` independent samples in parallel; every state array has a leading batch axis."""
+    B = x.shape[0]
+    stride = 1 if record else 0                 # record off: every sample gets the (0, 0) placeholder
+    for b in numba.prange(B):
+        r = b * stride
+        _run_sample(x[b], k, in_ptr, in_post, in_syn, in_w, rec_ptr, rec_post, rec_syn, rec_w,
+                    out_ptr, out_post, out_w, dash_mem, dash_syn, thr, bias, alias,
+                    dash_mem_out, dash_syn_out, thr_out, bias_out, bias_enable,
+                    vmem[b], isyn[b], spikes[b], vmem_out[b], isyn_out[b],
+                    out[b], record, r_vmem[r], r_isyn[r], r_isyn2[r], r_spk[r], r_vmem_out[r],
+                    r_isyn_out[r])
+
+
+# ------------------------------------------------------------------------------------------------
+# Python front end
+# ------------------------------------------------------------------------------------------------
+def _delivered(w: np.ndarray, shift: int) -> np.ndarray:
+    """``wrap16(w << shift)``: the chip narrows the shifted weight to 16 bits with wrap-around."""
+    v = np.asarray(w, dtype=np.int64) << np.int64(shift)   # |w| <= 128, shift <= 15: no int64 overflow
+    return ((v + 32768) & 0xFFFF) - 32768
+
+
+def _csr(w: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per-pre-neuron sparse lists of a dense ``(pre, post[, syn])`` matrix of delivered weights.
+
+    Returns ``(ptr, post, syn, weight)``: the entries of pre ``j`` are ``ptr[j]:ptr[j + 1]``, in
+    ascending (post, syn) order. Zero delivered weights are dropped (they change nothing).
+    """
+    if w.ndim == 2:
+        w = w[:, :, None]
+    pre, post, syn = np.nonzero(w)
+    ptr = np.zeros(w.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pre, minlength=w.shape[0]), out=ptr[1:])
+    return (ptr, post.astype(np.int64), syn.astype(np.int64),
+            np.ascontiguousarray(w[pre, post, syn], dtype=np.int64))
+
+
+def _where(index: tuple[int, ...]) -> str:
+    return "x[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+class XyloSim:
+    """Bit-exact, event-driven simulator of one Xylo core configured by a :class:`XyloConfig`.
+
+    Build it with :meth:`from_config` or :meth:`from_specification` (both validate and raise
+    :class:`~pondlib.errors.ConfigError` with every problem), then call :meth:`evolve`.
+    """
+
+    def __init__(self, config: XyloConfig, dt: float | None = None,
+                 limits: "XyloLimits | str | None" = None) -> None:
+        if not isinstance(config, XyloConfig):
+            raise ConfigError("not a XyloConfig", value=type(config).__name__,
+                              fix="build one with config_from_specification or XyloConfig(...)")
+        problems = validate_config(config, limits)
+        if problems:
+            raise ConfigError(problems=problems, where="XyloSim")
+        self.config = config
+        self.limits = get_limits(config.limits_name if limits is None else limits)
+        self.dt = float(config.dt if dt is None else dt)
+        self.k = config.n_synapses
+        self.n_input, self.n_hidden, self.n_output = config.n_input, config.n_hidden, config.n_output
+
+        self._in = _csr(_delivered(config.weights_in, config.weight_shift_in))
+        self._rec = _csr(_delivered(config.weights_rec, config.weight_shift_rec))
+        ptr, post, _syn, w = _csr(_delivered(config.weights_out, config.weight_shift_out))
+        self._out = (ptr, post, w)
+        dash_syn = np.zeros((self.n_hidden, 2), dtype=np.int64)
+        dash_syn[:, 0] = config.dash_syn
+        dash_syn[:, 1] = config.dash_syn_2
+        i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+        self._neuron = (i64(config.dash_mem), dash_syn, i64(config.threshold), i64(config.bias),
+                        i64(config.aliases), i64(config.dash_mem_out), i64(config.dash_syn_out),
+                        i64(config.threshold_out), i64(config.bias_out), bool(config.bias_enable))
+        self._state: dict[str, np.ndarray] | None = None
+        self._batch: int | None = None
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, config: XyloConfig, dt: float | None = None) -> "XyloSim":
+        """A simulator for ``config`` (validated against its ``limits_name``); ``dt`` overrides its dt."""
+        return cls(config, dt=dt)
+
+    @classmethod
+    def from_specification(cls, spec: Any, limits: "XyloLimits | str | None" = None) -> "XyloSim":
+        """A simulator for a quantized specification; raises ConfigError listing every problem."""
+        config, ok, _msg = config_from_specification(spec, limits)
+        if not ok:
+            raise ConfigError(problems=validate_config(config, limits), where="XyloSim.from_specification")
+        return cls(config, limits=limits)
+
+    # -- state ----------------------------------------------------------------------------------
+    def reset_state(self) -> None:
+        """Zero every state register (and forget the batch size)."""
+        self._state = None
+        self._batch = None
+
+    def _zero_state(self, lead: tuple[int, ...]) -> dict[str, np.ndarray]:
+        z = lambda *s: np.zeros(lead + s, dtype=np.int64)  # noqa: E731
+        return {"Vmem": z(self.n_hidden), "Isyn": z(self.n_hidden, 2), "Spikes": z(self.n_hidden),
+                "Vmem_out": z(self.n_output), "Isyn_out": z(self.n_output)}
+
+    @staticmethod
+    def _public(st: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"Vmem": st["Vmem"].copy(), "Isyn": st["Isyn"][..., 0].copy(),
+                "Isyn2": st["Isyn"][..., 1].copy(), "Spikes": st["Spikes"].copy(),
+                "Vmem_out": st["Vmem_out"].copy(), "Isyn_out": st["Isyn_out"].copy()}
+
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        """A copy of the current state (zeros, unbatched, before the first run or after a reset)."""
+        return self._public(self._state if self._state is not None else self._zero_state(()))
+
+    # -- input checks ---------------------------------------------------------------------------
+    def _check_input(self, x: Any) -> tuple[np.ndarray, bool]:
+        fix = "pass non-negative integer event counts of shape (T, N_in) or (B, T, N_in)"
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError) as exc:
+            raise SimulationError(f"input is not an array ({exc})", where="x", fix=fix) from None
+        if arr.dtype.kind not in "biuf":
+            raise SimulationError("input dtype", value=str(arr.dtype),
+                                  limit="an integer, bool or float dtype", where="x", fix=fix)
+        if arr.ndim not in (2, 3):
+            raise SimulationError("input dimensions", value=f"shape {arr.shape} (ndim {arr.ndim})",
+                                  limit="(T, N_in) or (B, T, N_in)", where="x", fix=fix)
+        if arr.shape[-1] != self.n_input:
+            raise SimulationError("input channel count", value=arr.shape[-1],
+                                  limit=f"N_in = {self.n_input} (the configuration's input channels)",
+                                  where="x.shape[-1]", fix=fix)
+        if arr.dtype.kind == "f":
+            finite = np.isfinite(arr)
+            safe = np.where(finite, arr, 0.0)
+            bad = ~finite | (safe < 0) | (safe != np.floor(safe))
+            if bad.any():
+                idx = tuple(np.argwhere(bad)[0])
+                v = arr[idx]
+                kind = ("non-finite input event count" if not np.isfinite(v) else
+                        "negative input event count" if v < 0 else "non-integer input event count")
+                raise SimulationError(kind, value=float(v), limit="a non-negative integer",
+                                      where=_where(idx), fix=fix)
+        elif arr.dtype.kind == "i":
+            bad = arr < 0
+            if bad.any():
+                idx = tuple(np.argwhere(bad)[0])
+                raise SimulationError("negative input event count", value=int(arr[idx]),
+                                      limit="a non-negative integer", where=_where(idx), fix=fix)
+        # The chip's 4-bit input counter clips counts above 15 to 15 (documented hardware
+        # behaviour, also done by the kernel); clipping here first keeps huge values castable.
+        if arr.dtype.kind == "b":
+            x64 = np.ascontiguousarray(arr, dtype=np.int64)
+        else:
+            x64 = np.ascontiguousarray(np.minimum(arr, _MAX_INPUT), dtype=np.int64)
+        return x64, arr.ndim == 3
+
+    # -- run ------------------------------------------------------------------------------------
+    def evolve(self, x: Any, record: bool = False
+               ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Run the core on input event counts ``x`` from the current state.
+
+        Args:
+            x: ``(T, N_in)`` or ``(B, T, N_in)`` non-negative integer event counts (any integer or bool
+                dtype, or float holding integers). Counts above 15 are clipped to 15 as the chip does.
+            record: also return the recorded states (see the module docstring).
+
+        Returns:
+            ``(output, state, record)``: output spikes ``(T, N_out)`` / ``(B, T, N_out)`` (int32),
+            the state after the run (copies), and the record dict (empty when ``record`` is False).
+
+        Raises:
+            SimulationError: bad input (naming the first offending index), or a batch size that
+                differs from the batched state of a previous call (call :meth:`reset_state`).
+        """
+        x64, batched = self._check_input(x)
+        st = self._state
+        if batched:
+            B = x64.shape[0]
+            if st is None:
+                st = self._zero_state((B,))
+            elif self._batch is None:
+                # An unbatched state is broadcast to every sample of the batch.
+                st = {key: np.ascontiguousarray(np.broadcast_to(v, (B,) + v.shape)) for key, v in st.items()}
+            elif self._batch != B:
+                raise SimulationError("batch size", value=B, limit=f"{self._batch} (the batched state)",
+                                      where="x.shape[0]",
+                                      fix="call reset_state() before running a different batch size")
+        else:
+            if st is None:
+                st = self._zero_state(())
+            elif self._batch is not None:
+                raise SimulationError("unbatched input after a batched run", value=f"shape {x64.shape}",
+                                      limit=f"(B={self._batch}, T, N_in)", where="x",
+                                      fix="call reset_state() before running unbatched input")
+        lead = x64.shape[:-1]                     # (T,) or (B, T)
+        out = np.zeros(lead + (self.n_output,), dtype=np.int32)
+        if record:
+            recs = [np.zeros(lead + (n,), dtype=np.int32) for n in
+                    (self.n_hidden,) * 4 + (self.n_output,) * 2]
+        else:
+            empty = (1, 0, 0) if batched else (0, 0)
+            recs = [np.zeros(empty, dtype=np.int32) for _ in range(6)]
+        kernel = _run_batch if batched else _run_sample
+        kernel(x64, self.k, *self._in, *self._rec, *self._out, *self._neuron,
+               st["Vmem"], st["Isyn"], st["Spikes"], st["Vmem_out"], st["Isyn_out"],
+               out, bool(record), *recs)
+        self._state = st
+        self._batch = x64.shape[0] if batched else None
+        rec_dict = dict(zip(RECORD_KEYS, recs)) if record else {}
+        return out, self._public(st), rec_dict
