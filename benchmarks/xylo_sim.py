@@ -1,0 +1,227 @@
+"""Benchmark: pondlib's Xylo simulator against the reference ``xylosim``, side by side in one process.
+
+For N hidden in {128, 512, 1000}: one random legal configuration (16 inputs, k = 2 synapses, ~5 %
+recurrent density with fan-out <= 64, 8 outputs), Poisson input at 0.05 events per channel per step,
+T = 10000 steps. Measured (median of several repeats after a warm-up run):
+
+* steps/s for one sample, record off and record on (xylosim always records, so its number is the same);
+* sample-steps/s for a batch of 64 (pondlib: one parallel call; xylosim has no batch dimension, so its
+  throughput is the loop over samples, measured over ``--xylosim-samples`` samples);
+* ratios pondlib / xylosim, and a parity check (pondlib output and records == xylosim's).
+
+Run: ``python benchmarks/xylo_sim.py [--repeats 3] [--sizes 128 512 1000]``. Prints a rich table and
+writes ``benchmarks/results/xylo_sim.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pondlib.devices.xylo.config import XyloConfig, validate_config
+from pondlib.devices.xylo.sim import XyloSim
+
+T_STEPS = 10_000
+N_IN = 16
+N_OUT = 8
+RATE = 0.05          # events per channel per step
+DENSITY_REC = 0.05   # fraction of hidden neurons each hidden neuron projects to
+BATCH = 64
+
+
+def benchmark_config(n_hidden: int, seed: int = 0) -> XyloConfig:
+    """A random legal configuration with moderate activity (a few % of neurons spike per step)."""
+    rng = np.random.default_rng(seed)
+    k = 2
+    # Each input channel reaches ~25 % of the hidden synapses; recurrent weights are weak so the
+    # network is input-driven (about 5 % of hidden neurons spike per step, not a runaway).
+    w_in = rng.integers(-128, 128, size=(N_IN, n_hidden, k)) * (rng.random((N_IN, n_hidden, k)) < 0.25)
+    w_rec = np.zeros((n_hidden, n_hidden, k), dtype=np.int64)
+    fan = min(64, max(1, int(round(DENSITY_REC * n_hidden))))
+    for j in range(n_hidden):
+        post = rng.choice(n_hidden, size=fan, replace=False)
+        syn = rng.integers(0, k, size=fan)
+        w_rec[j, post, syn] = rng.choice(np.r_[-16:0, 1:16], size=fan)
+    w_out = rng.integers(-128, 128, size=(n_hidden, N_OUT))
+    return XyloConfig(
+        weights_in=w_in, weights_rec=w_rec, weights_out=w_out,
+        dash_mem=np.full(n_hidden, 2), dash_syn=np.full(n_hidden, 1), dash_syn_2=np.full(n_hidden, 3),
+        dash_mem_out=np.full(N_OUT, 3), dash_syn_out=np.full(N_OUT, 2),
+        threshold=rng.integers(900, 1100, size=n_hidden), bias=np.zeros(n_hidden, dtype=np.int64),
+        threshold_out=np.full(N_OUT, 600), bias_out=np.zeros(N_OUT, dtype=np.int64),
+        aliases=-np.ones(n_hidden, dtype=np.int64), weight_shift_in=2, weight_shift_rec=0,
+        weight_shift_out=0, bias_enable=False, dt=1e-3)
+
+
+def _synapses(w: np.ndarray, synapse_cls) -> list:
+    if w.ndim == 2:
+        w = w[:, :, None]
+    out = []
+    for pre in range(w.shape[0]):
+        post, syn = np.nonzero(w[pre])
+        out.append([synapse_cls(int(p), int(s), int(w[pre, p, s])) for p, s in zip(post, syn)])
+    return out
+
+
+def xylosim_layer(config: XyloConfig):
+    """A xylosim layer for ``config`` plus the argument tuple (xylosim does not own its synapses:
+    the caller must keep the arguments alive as long as the layer)."""
+    from xylosim.v2 import XyloLayer, XyloSynapse
+
+    k = config.n_synapses
+    args = (
+        _synapses(config.weights_in, XyloSynapse), _synapses(config.weights_rec, XyloSynapse),
+        _synapses(config.weights_out, XyloSynapse),
+        [[int(a)] if a >= 0 else [] for a in config.aliases],
+        config.threshold.tolist(), config.threshold_out.tolist(), bool(config.bias_enable),
+        config.bias.tolist(), config.bias_out.tolist(), int(config.weight_shift_in),
+        int(config.weight_shift_rec), int(config.weight_shift_out), config.dash_mem.tolist(),
+        config.dash_mem_out.tolist(),
+        [[int(a)] if k == 1 else [int(a), int(b)] for a, b in zip(config.dash_syn, config.dash_syn_2)],
+        [[int(v)] for v in config.dash_syn_out], "bench")
+    return XyloLayer(*args), args
+
+
+def _median_time(fn, repeats: int) -> float:
+    fn()  # warm-up (compilation, caches)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _parity(config: XyloConfig, x: np.ndarray) -> bool:
+    layer, _keep = xylosim_layer(config)
+    T = x.shape[0]
+    ref_out = np.array(layer.evolve(x.tolist()), dtype=np.int64).reshape(T, -1)
+    n_hid, n_out = config.n_hidden, config.n_output
+    ref = {
+        "Vmem": np.array(layer.rec_v_mem).reshape(n_hid, T).T,
+        "Isyn": np.array(layer.rec_i_syn).reshape(n_hid, T).T,
+        "Isyn2": np.array(layer.rec_i_syn2).reshape(n_hid, T).T,
+        "Spikes": np.array(layer.rec_recurrent_spikes).reshape(T, n_hid),
+        "Vmem_out": np.array(layer.rec_v_mem_out).reshape(n_out, T).T,
+        "Isyn_out": np.array(layer.rec_i_syn_out).reshape(n_out, T).T,
+    }
+    out, _, rec = XyloSim.from_config(config).evolve(x, record=True)
+    return bool(np.array_equal(out, ref_out) and all(np.array_equal(rec[k], ref[k]) for k in ref))
+
+
+def run(sizes: list[int], repeats: int, xylosim_samples: int, seed: int = 0) -> list[dict]:
+    results = []
+    for n in sizes:
+        config = benchmark_config(n, seed)
+        problems = validate_config(config)
+        if problems:
+            raise SystemExit(f"benchmark configuration invalid: {problems}")
+        rng = np.random.default_rng(seed + 1)
+        x1 = rng.poisson(RATE, size=(T_STEPS, N_IN)).astype(np.int64)
+        xb = rng.poisson(RATE, size=(BATCH, T_STEPS, N_IN)).astype(np.int64)
+
+        sim = XyloSim.from_config(config)
+
+        def pond(x, record):
+            def go():
+                sim.reset_state()
+                return sim.evolve(x, record=record)
+            return go
+
+        t_off = _median_time(pond(x1, False), repeats)
+        t_on = _median_time(pond(x1, True), repeats)
+        t_batch = _median_time(pond(xb, False), repeats)
+        sim.reset_state()
+        out, _, rec = sim.evolve(x1, record=True)
+        hidden_rate = float(rec["Spikes"].astype(bool).mean())
+
+        layer, _keep = xylosim_layer(config)
+        x1_list = x1.tolist()
+
+        def xs_one():
+            layer.reset_all()
+            layer.evolve(x1_list)
+
+        xs_inputs = [xb[b].tolist() for b in range(xylosim_samples)]
+
+        def xs_loop():
+            for xin in xs_inputs:
+                layer.reset_all()
+                layer.evolve(xin)
+
+        t_xs = _median_time(xs_one, repeats)
+        t_xs_loop = _median_time(xs_loop, max(1, repeats // 2))
+        parity = _parity(config, x1[:2000])
+
+        r = {
+            "n_hidden": n, "T": T_STEPS, "batch": BATCH, "hidden_spike_fraction": hidden_rate,
+            "output_spikes": int(out.sum()),
+            "pond_steps_per_s_record_off": T_STEPS / t_off,
+            "pond_steps_per_s_record_on": T_STEPS / t_on,
+            "pond_batch_sample_steps_per_s": BATCH * T_STEPS / t_batch,
+            "xylosim_steps_per_s": T_STEPS / t_xs,
+            "xylosim_batch_sample_steps_per_s": xylosim_samples * T_STEPS / t_xs_loop,
+            "xylosim_batch_samples_measured": xylosim_samples,
+            "parity": parity,
+        }
+        r["ratio_record_off"] = r["pond_steps_per_s_record_off"] / r["xylosim_steps_per_s"]
+        r["ratio_record_on"] = r["pond_steps_per_s_record_on"] / r["xylosim_steps_per_s"]
+        r["ratio_batch"] = r["pond_batch_sample_steps_per_s"] / r["xylosim_batch_sample_steps_per_s"]
+        results.append(r)
+        print(f"N={n}: done (parity {'OK' if parity else 'FAIL'})", file=sys.stderr)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1000])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--xylosim-samples", type=int, default=4,
+                    help="samples in xylosim's batch loop (its throughput does not depend on it)")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "xylo_sim.json"))
+    args = ap.parse_args(argv)
+
+    results = run(args.sizes, args.repeats, args.xylosim_samples)
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Xylo simulator: pondlib vs xylosim (T={T_STEPS}, 16 in, 8 out, "
+                        f"Poisson {RATE}/channel/step)")
+    for col in ("N hid", "spk frac", "xylosim steps/s", "pond off", "x", "pond on", "x",
+                f"xylosim B={BATCH}", f"pond B={BATCH}", "x", "parity"):
+        table.add_column(col, justify="right")
+    for r in results:
+        table.add_row(
+            str(r["n_hidden"]), f"{r['hidden_spike_fraction']:.3f}",
+            f"{r['xylosim_steps_per_s']:,.0f}",
+            f"{r['pond_steps_per_s_record_off']:,.0f}", f"{r['ratio_record_off']:.1f}",
+            f"{r['pond_steps_per_s_record_on']:,.0f}", f"{r['ratio_record_on']:.1f}",
+            f"{r['xylosim_batch_sample_steps_per_s']:,.0f}",
+            f"{r['pond_batch_sample_steps_per_s']:,.0f}", f"{r['ratio_batch']:.1f}",
+            "OK" if r["parity"] else "FAIL")
+    Console(width=200).print(table)
+
+    payload = {
+        "benchmark": "xylo_sim", "units": "steps/s (single sample), sample-steps/s (batch)",
+        "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                    "cpus": os.cpu_count()},
+        "results": results,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(payload, indent=2))
+    print(f"wrote {out}")
+    return 0 if all(r["parity"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
