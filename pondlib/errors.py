@@ -10,6 +10,7 @@ Every error pondlib raises on bad input is a :class:`PondError` subclass whose m
     ├── ConfigError         a hardware configuration is out of range or malformed
     ├── NIRError            a NIR file or graph cannot be read or written faithfully
     └── SimulationError     bad simulator input (shape, dtype, NaN, out-of-range counts)
+        └── DeviceError     a (mock) board is gone, timed out, or was changed under us
 
 The errors that concern values also derive from :class:`ValueError` so that generic handlers keep
 working.
@@ -36,6 +37,7 @@ __all__ = [
     "ConfigError",
     "NIRError",
     "SimulationError",
+    "DeviceError",
     "Violation",
 ]
 
@@ -114,6 +116,10 @@ class NIRError(PondError, ValueError):
 
 class SimulationError(PondError, ValueError):
     """Bad simulator input or state (wrong shape, dtype, NaN, negative or non-integer counts)."""
+
+
+class DeviceError(SimulationError):
+    """A board disconnected, a read timed out, or its memory changed under a running configuration."""
 
 
 class Violation:

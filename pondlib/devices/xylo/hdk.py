@@ -138,7 +138,7 @@ import numpy as np
 from pondlib.devices.xylo.config import XyloConfig, validate_config
 from pondlib.devices.xylo.limits import LIMITS, XyloLimits, get_limits
 from pondlib.devices.xylo.sim import XyloSim
-from pondlib.errors import ConfigError, SimulationError
+from pondlib.errors import DeviceError, ConfigError, SimulationError
 
 __all__ = [
     "find_xylo_hdks",
@@ -809,7 +809,7 @@ class MockXyloDevice:
     # -- link -----------------------------------------------------------------------------------
     def _require_connected(self, what: str) -> None:
         if not self._connected:
-            raise SimulationError(f"board disconnected: cannot {what}", where=self.serial,
+            raise DeviceError(f"board disconnected: cannot {what}", where=self.serial,
                                   fix="plug the board back in (MockXyloDevice.reconnect() on the mock), "
                                       "find it with find_xylo_hdks() and apply the configuration again")
 
@@ -818,7 +818,7 @@ class MockXyloDevice:
         self._require_connected(what)
         if read and self.response_delay_s > self.timeout_s:
             self.clock_s += self.timeout_s           # simulated: the host gave up after timeout_s
-            raise SimulationError(f"read timed out: cannot {what}",
+            raise DeviceError(f"read timed out: cannot {what}",
                                   value=f"no answer within {self.timeout_s} s",
                                   limit=f"an answer within timeout_s = {self.timeout_s} s",
                                   where=self.serial,
@@ -923,7 +923,7 @@ class MockXyloDevice:
             self.clock_s += done * core.dt
             self._connected = False
             self._steps_left = None
-            raise SimulationError(f"board disconnected during the run, after step {done} of {steps}",
+            raise DeviceError(f"board disconnected during the run, after step {done} of {steps}",
                                   where=self.serial,
                                   fix="the results and the board's memory are lost: plug the board back in "
                                       "(MockXyloDevice.reconnect() on the mock), apply the configuration "
@@ -1069,7 +1069,7 @@ class XyloBoard:
     def _require_current(self) -> None:
         self.device._require_connected("run")
         if self._epoch != self.device.epoch:
-            raise SimulationError("the board's memory changed since this XyloBoard configured it "
+            raise DeviceError("the board's memory changed since this XyloBoard configured it "
                                   "(a power cycle, another XyloBoard or a raw memory write)",
                                   where=self.device.serial,
                                   fix="call apply_config(config) again")

@@ -25,7 +25,7 @@ from pondlib.devices.xylo.hdk import (
 )
 from pondlib.devices.xylo.limits import LIMITS, XYLO_AUDIO2, XyloLimits, get_limits
 from pondlib.devices.xylo.sim import XyloSim
-from pondlib.errors import ConfigError, PondError, SimulationError
+from pondlib.errors import DeviceError, ConfigError, PondError, SimulationError
 from tests.golden import CASES, load_golden
 
 FIELDS = [f.name for f in dataclasses.fields(XyloConfig)]
@@ -515,7 +515,7 @@ def test_disconnected_board_raises_with_fix():
                    lambda: XyloBoard(dev, cfg)):
         with pytest.raises(SimulationError, match="board disconnected") as info:
             action()
-        assert "reconnect" in str(info.value) and isinstance(info.value, PondError)
+        assert "reconnect" in str(info.value) and isinstance(info.value, DeviceError)
     assert find_xylo_hdks() == []
     dev.reconnect()                                       # a power cycle: memory blank
     with pytest.raises(SimulationError, match="apply_config"):
