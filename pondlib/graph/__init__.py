@@ -1,7 +1,8 @@
 """Graphs as plain data, exported by ``pondlib.nn`` modules and consumed by device mappers.
 
 See :mod:`pondlib.graph.base` (nodes, modules, holders, ``connect_modules``),
-:mod:`pondlib.graph.modules` (typed modules) and :mod:`pondlib.graph.utils` (traversal).
+:mod:`pondlib.graph.modules` (typed modules), :mod:`pondlib.graph.utils` (traversal) and
+:mod:`pondlib.graph.nir` (NIR import and export).
 """
 
 from pondlib.graph.base import (
@@ -13,6 +14,7 @@ from pondlib.graph.base import (
     connect_modules,
 )
 from pondlib.graph.modules import AliasConnection, LIFNeurons, LinearWeights
+from pondlib.graph.nir import from_nir, load_nir, to_nir, write
 from pondlib.graph.utils import (
     find_modules,
     find_recurrent_modules,
@@ -28,4 +30,5 @@ __all__ = [
     "LinearWeights", "LIFNeurons", "AliasConnection",
     "find_modules", "modules_of_class", "find_recurrent_modules", "topological_order",
     "source_modules_of", "sink_modules_of", "graph_to_str",
+    "from_nir", "load_nir", "to_nir", "write",
 ]

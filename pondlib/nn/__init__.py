@@ -16,9 +16,14 @@ Example:
 
 from pondlib.nn.base import Module, scan_steps
 from pondlib.nn.combinators import Residual, Sequential
+from pondlib.nn.graphnet import GraphNetwork
+from pondlib.nn.layers import AvgPool2d, Conv1d, Conv2d, Delay, Flatten, Scale, SumPool2d
 from pondlib.nn.lif import LIF, LIFParameters, LIFState, lif_step
 from pondlib.nn.linear import Linear
+from pondlib.nn.neurons import IF, LI, NIRLIF, CubaLI, CubaLIF, Integrator, Threshold
 from pondlib.nn.surrogate import Surrogate, spike_count
 
 __all__ = ["Module", "scan_steps", "Linear", "LIF", "LIFState", "LIFParameters", "lif_step",
-           "Sequential", "Residual", "Surrogate", "spike_count"]
+           "Sequential", "Residual", "Surrogate", "spike_count",
+           "Conv1d", "Conv2d", "SumPool2d", "AvgPool2d", "Flatten", "Scale", "Delay",
+           "CubaLIF", "CubaLI", "NIRLIF", "LI", "IF", "Integrator", "Threshold", "GraphNetwork"]

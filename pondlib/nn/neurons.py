@@ -1,0 +1,506 @@
+r"""NIR-style neurons: continuous-time equations, one explicit discrete update per step of ``dt``.
+
+NIR (https://neuroir.org) states each neuron as an ODE; these modules make the discretization
+explicit. With ``dt`` the step in seconds, every time constant ``tau`` gives a per-step decay
+
+.. math::
+
+    a(\tau) = 1 - dt/\tau \quad (\texttt{decay="euler"}, \text{forward Euler, the default})
+    \qquad a(\tau) = e^{-dt/\tau} \quad (\texttt{decay="exp"})
+
+and the input always enters with the forward-Euler gain ``dt/tau * r`` (so an exporter that hid ``dt``
+in ``r = tau/dt`` -- snnTorch, Lava -- gets exactly its own ``v = beta v + I``). Per step, for input
+``x[t]`` (shape (*batch, N)):
+
+=============  ================================================================================
+class          discrete update (state after the step; ``z`` the output)
+=============  ================================================================================
+CubaLIF        ``I = a(tau_syn) I + dt/tau_syn w_in x``;
+               ``v = a(tau_mem) v + dt/tau_mem (r I) + l(tau_mem) v_leak``; ``z = H(v - v_thr)``;
+               reset
+CubaLI         as CubaLIF without threshold; ``z = v``
+NIRLIF         ``v = a(tau) v + dt/tau r x + l(tau) v_leak``; ``z = H(v - v_thr)``; reset
+LI             as NIRLIF without threshold; ``z = v``
+IF             ``v = v + r x``; ``z = H(v - v_thr)``; reset
+Integrator     ``v = v + r x``; ``z = v`` (NIR ``I``)
+Threshold      stateless ``z = H(x - threshold)``
+=============  ================================================================================
+
+where ``l(tau) = dt/tau`` (euler) or ``1 - e^{-dt/tau}`` (exp), so the resting potential is
+``v_leak`` either way, and the new current ``I[t]`` (not ``I[t-1]``) drives ``v[t]`` (snnTorch's
+``Synaptic``). ``H`` is the Heaviside step, *strict* as in NIR (``v > v_thr`` spikes; one spike per
+step at most) with a surrogate gradient (:mod:`pondlib.nn.surrogate`, centred on the threshold, in
+voltage units). After a spike the membrane is reset:
+
+* ``reset="v_reset"``: ``v = v_reset`` (NIR >= 1.0.6; the default);
+* ``reset="zero"``: ``v = 0``;
+* ``reset="subtract"``: ``v = v - v_thr`` (NIR <= 1.0.5, snnTorch ``reset_mechanism="subtract"``).
+
+A file cannot say which reset the network was trained with: the importer takes it from the user.
+
+``IF`` and ``Integrator`` have no time constant that could absorb ``dt``: each step's input is read
+as an impulse of area ``x`` (``v += r x``), which is what Sinabs (the IF exporter) simulates.
+
+Every parameter is stored flat, one value per neuron, shape (N,) with ``N = prod(shape)``; ``shape``
+(static) is the NIR shape, e.g. ``(16, 16, 16)`` for neurons after a convolution. Units: times in
+seconds, voltages and currents in the file's (arbitrary) unit.
+
+Example (the NIR paper's Norse LIF, one step by hand: ``v = 0.96 * 0 + 0.04 * 1 = 0.04``):
+
+    >>> import jax.numpy as jnp
+    >>> lif = NIRLIF(1, tau=2.5e-3, r=1.0, v_leak=0.0, v_threshold=0.1, dt=1e-4)
+    >>> z, state, rec = lif(jnp.array([[1.0], [1.0], [1.0]]), record=True)
+    >>> [round(float(v), 6) for v in rec["vmem"][:, 0]]
+    [0.04, 0.0784, 0.115264]
+    >>> [round(float(v), 6) for v in z[:, 0]]    # 0.115264 > 0.1: a spike at step 2
+    [0.0, 0.0, 1.0]
+
+The recorded ``vmem`` is the voltage *before* reset; ``vmem_reset`` holds it after reset (what the
+Norse trace records):
+
+    >>> float(rec["vmem_reset"][2, 0])
+    0.0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pondlib.errors import GraphError, PondError
+from pondlib.graph import GraphModule, LIFNeurons
+from pondlib.nn.base import evolve_time_major, scan_steps
+from pondlib.nn.surrogate import Surrogate
+
+__all__ = ["CubaLIF", "CubaLI", "NIRLIF", "LI", "IF", "Integrator", "Threshold", "NeuronState",
+           "NeuronParameters", "neuron_step", "heaviside", "RESETS", "DECAYS", "NIRNeuronGroup"]
+
+#: Reset modes after a spike.
+RESETS = ("v_reset", "zero", "subtract")
+#: Discretizations of the leak.
+DECAYS = ("euler", "exp")
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(2,))
+def heaviside(v: jax.Array, threshold: jax.Array, surrogate: Surrogate) -> jax.Array:
+    """``1.0 where v > threshold else 0.0`` (strict, as NIR); surrogate derivative centred on the
+    threshold: ``g(v - threshold)`` with ``g`` the surrogate's sub-threshold bump."""
+    return (v > threshold).astype(v.dtype)
+
+
+@heaviside.defjvp
+def _heaviside_jvp(surrogate, primals, tangents):
+    v, threshold = primals
+    dv, dthreshold = tangents
+    out = heaviside(v, threshold, surrogate)
+    # derivative(u) with u = 1 - |d| < 1 is the symmetric bump 1 / (1 + scale |d|)^2 (fast sigmoid),
+    # and 1 at d = 0 (u = 1 is the "above" branch, slope 1 below the cap)
+    g = surrogate.derivative(1.0 - jnp.abs(v - threshold), math.inf)
+    return out, (g * (dv - dthreshold)).astype(out.dtype)
+
+
+class NeuronState(NamedTuple):
+    """State of a NIR-style neuron layer: ``isyn`` (*batch, N) (zeros without a synapse) and
+    ``vmem`` (*batch, N)."""
+
+    isyn: jax.Array
+    vmem: jax.Array
+
+
+class NeuronParameters(NamedTuple):
+    """Per-step coefficients of :func:`neuron_step` (computed from taus and ``dt``), all (N,)."""
+
+    a_syn: jax.Array | None      # synaptic decay per step (None: no synapse)
+    g_syn: jax.Array | None      # input gain into I: dt/tau_syn * w_in
+    a_mem: jax.Array             # membrane decay per step (1 for IF / Integrator)
+    g_mem: jax.Array             # gain of I (or x) into v: dt/tau_mem * r (r for IF / Integrator)
+    c_mem: jax.Array             # constant per step from v_leak
+    threshold: jax.Array | None  # None: no spikes, the output is v
+    v_reset: jax.Array
+    reset: str
+    surrogate: Surrogate
+
+
+def neuron_step(p: NeuronParameters, state: NeuronState, x: jax.Array
+                ) -> tuple[jax.Array, NeuronState, jax.Array]:
+    """One step (equations in the module docstring): ``x`` (*batch, N) -> ``(z, state, v_before_reset)``."""
+    if p.a_syn is not None:
+        isyn = p.a_syn * state.isyn + p.g_syn * x
+        drive = isyn
+    else:
+        isyn, drive = state.isyn, x
+    v = p.a_mem * state.vmem + p.g_mem * drive + p.c_mem
+    if p.threshold is None:
+        return v, NeuronState(isyn, v), v
+    z = heaviside(v, p.threshold, p.surrogate)
+    if p.reset == "subtract":
+        v_new = v - z * p.threshold
+    elif p.reset == "zero":
+        v_new = v * (1.0 - z)
+    else:  # z is exactly 0 or 1, so this is v or v_reset, and keeps a gradient path through v
+        v_new = v * (1.0 - z) + z * p.v_reset
+    return z, NeuronState(isyn, v_new), v
+
+
+def _flat(value: Any, n: int, name: str, where: str, positive: bool = False) -> jax.Array:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.size == 1:
+        arr = np.full(n, float(arr.reshape(-1)[0]))
+    arr = arr.reshape(-1)
+    if arr.shape != (n,):
+        raise GraphError(f"{name} shape", value=tuple(np.shape(value)), limit=f"a scalar or {n} values",
+                         where=where, fix=f"pass one {name} per neuron")
+    bad = ~np.isfinite(arr) | ((arr <= 0) if positive else False)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise PondError(name, value=float(arr[i]), limit="a finite positive number" if positive
+                        else "a finite number", where=f"{where}.{name}[{i}]",
+                        fix=f"pass valid {name} values")
+    return jnp.asarray(arr, dtype=jnp.float32)
+
+
+def _shape(shape: Any, where: str) -> tuple[int, ...]:
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    if not dims or any(d <= 0 for d in dims):
+        raise GraphError("neuron shape", value=shape, limit="N or a tuple of positive ints", where=where,
+                         fix="pass the number of neurons, e.g. 38, or a shape like (16, 16, 16)")
+    return dims
+
+
+class _NIRNeuron(eqx.Module):
+    """Shared implementation of the NIR-style neurons (see the module docstring)."""
+
+    tau_mem: jax.Array | None
+    tau_syn: jax.Array | None
+    r: jax.Array
+    v_leak: jax.Array | None
+    w_in: jax.Array | None
+    v_threshold: jax.Array | None
+    v_reset: jax.Array | None
+    shape: tuple = eqx.field(static=True)
+    dt: float = eqx.field(static=True)
+    decay: str = eqx.field(static=True)
+    reset: str = eqx.field(static=True)
+    surrogate: Surrogate = eqx.field(static=True)
+
+    def _setup(self, shape, *, dt, decay, reset, surrogate, tau_mem=None, tau_syn=None, r=1.0,
+               v_leak=None, w_in=None, v_threshold=None, v_reset=None) -> None:
+        where = type(self).__name__
+        self.shape = _shape(shape, where)
+        n = int(np.prod(self.shape))
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+            raise PondError("dt", value=dt, limit="a positive number of seconds", where=where,
+                            fix="pass dt in seconds, e.g. 1e-4")
+        if decay not in DECAYS:
+            raise PondError("decay", value=decay, limit=list(DECAYS), where=where,
+                            fix="pass decay='euler' (forward Euler) or 'exp'")
+        if reset not in RESETS:
+            raise PondError("reset", value=reset, limit=list(RESETS), where=where,
+                            fix="pass reset='v_reset', 'zero' or 'subtract'")
+        self.dt, self.decay, self.reset = float(dt), decay, reset
+        self.surrogate = surrogate if surrogate is not None else Surrogate()
+        opt = (lambda v, name, pos=False: None if v is None else _flat(v, n, name, where, pos))
+        self.tau_mem = opt(tau_mem, "tau_mem", True)
+        self.tau_syn = opt(tau_syn, "tau_syn", True)
+        self.r = _flat(r, n, "r", where)
+        self.v_leak = opt(v_leak, "v_leak")
+        self.w_in = opt(w_in, "w_in")
+        self.v_threshold = opt(v_threshold, "v_threshold")
+        if self.v_threshold is not None:
+            self.v_reset = _flat(0.0 if v_reset is None else v_reset, n, "v_reset", where)
+        else:
+            self.v_reset = None
+        if self.decay == "euler":
+            for name in ("tau_mem", "tau_syn"):
+                tau = getattr(self, name)
+                if tau is not None and float(jnp.min(tau)) < self.dt:
+                    raise PondError(f"{name} shorter than dt", value=float(jnp.min(tau)),
+                                    limit=f">= dt = {self.dt}", where=where,
+                                    fix="forward Euler is unstable for tau < dt: pass a smaller dt "
+                                        "(the exporter's), or decay='exp'")
+
+    # -- sizes and state ------------------------------------------------------------------------
+    @property
+    def size_in(self) -> int:
+        """Input channels ``N = prod(shape)``."""
+        return int(np.prod(self.shape))
+
+    @property
+    def size_out(self) -> int:
+        """Output channels ``N``."""
+        return self.size_in
+
+    def init_state(self, batch_shape: tuple[int, ...] = ()) -> NeuronState:
+        """Zero current and membrane for ``batch_shape`` samples."""
+        z = jnp.zeros(batch_shape + (self.size_in,), jnp.float32)
+        return NeuronState(z, z)
+
+    def _decay(self, tau: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(per-step decay, leak gain) for ``tau``."""
+        if self.decay == "euler":
+            return 1.0 - self.dt / tau, self.dt / tau
+        a = jnp.exp(-self.dt / tau)
+        return a, 1.0 - a
+
+    def parameters(self) -> NeuronParameters:
+        """The per-step coefficients of :func:`neuron_step`."""
+        one = jnp.ones(self.size_in, jnp.float32)
+        a_syn = g_syn = None
+        if self.tau_syn is not None:
+            a_syn, _ = self._decay(self.tau_syn)
+            g_syn = self.dt / self.tau_syn * self.w_in
+        if self.tau_mem is not None:
+            a_mem, leak = self._decay(self.tau_mem)
+            g_mem = self.dt / self.tau_mem * self.r
+            c_mem = leak * self.v_leak
+        else:
+            a_mem, g_mem, c_mem = one, self.r, 0.0 * one
+        return NeuronParameters(a_syn, g_syn, a_mem, g_mem, c_mem, self.v_threshold,
+                                self.v_reset if self.v_reset is not None else 0.0 * one,
+                                self.reset, self.surrogate)
+
+    # -- evolution ------------------------------------------------------------------------------
+    def evolve_tm(self, x: jax.Array, state: NeuronState, record: bool):
+        """Time-major evolution ``x`` (T, *batch, N) -> ``z`` (T, *batch, N)."""
+        p = self.parameters()
+
+        def step(s, xt):
+            z, s, v = neuron_step(p, s, xt)
+            return s, (z, v, s.vmem, s.isyn)
+
+        state, (z, v, v_after, isyn) = scan_steps(step, NeuronState(*state), x)
+        if not record:
+            return z, state, {}
+        rec = {"vmem": v, "vmem_reset": v_after}
+        if self.tau_syn is not None:
+            rec["isyn"] = isyn
+        if self.v_threshold is not None:
+            rec["spikes"] = z
+        return z, state, rec
+
+    def __call__(self, x: Any, state: NeuronState | None = None, record: bool = False):
+        """``(output, state, record)`` for input (T, N) or (B, T, N).
+
+        ``record`` keys: ``vmem`` (before reset), ``vmem_reset`` (after reset), ``isyn`` (with a
+        synapse), ``spikes`` (with a threshold); each (.., T, N).
+        """
+        return evolve_time_major(self, x, state, record)
+
+    evolve = __call__
+
+    # -- graph ----------------------------------------------------------------------------------
+    def as_graph(self, name: str | None = None):
+        """An exact :class:`~pondlib.graph.LIFNeurons` where one exists (see :meth:`CubaLIF.as_graph`),
+        else a :class:`NIRNeuronGroup` holding the NIR parameters (device mappers that do not
+        know it report it as unsupported)."""
+        name = f"{name or type(self).__name__} ({self._no_lif_reason()})"
+        return NIRNeuronGroup._factory(self.size_in, self.size_out, name, self,
+                                       kind=type(self).__name__, reset=self.reset, dt=self.dt,
+                                       reason=self._no_lif_reason())
+
+    def _no_lif_reason(self) -> str:
+        return (f"{type(self).__name__} has no pondlib LIFNeurons equivalent (needs a synaptic current "
+                f"and a threshold)")
+
+
+class CubaLIF(_NIRNeuron):
+    """Current-based LIF (NIR ``CubaLIF``); see the module docstring for the discrete update.
+
+    Args:
+        shape: N or the NIR shape of the layer.
+        tau_syn, tau_mem: time constants in seconds, scalar or one per neuron.
+        r: resistance; w_in: input weight; v_leak, v_threshold, v_reset: voltages.
+        dt: step in seconds. decay: ``"euler"`` or ``"exp"``. reset: ``"v_reset"``, ``"zero"``,
+        ``"subtract"``. surrogate: surrogate gradient of the spike.
+
+    Example (snnTorch's convention ``r = tau_mem/dt``, ``w_in = tau_syn/dt`` gives ``I = 0.5 I + x``,
+    ``v = 0.9 v + I``):
+
+        >>> import jax.numpy as jnp
+        >>> n = CubaLIF(1, tau_syn=2e-4, tau_mem=1e-3, r=10.0, w_in=2.0, v_threshold=1.0, dt=1e-4)
+        >>> z, _, rec = n(jnp.array([[0.6], [0.0], [0.0]]), record=True)
+        >>> [round(float(v), 4) for v in rec["isyn"][:, 0]], [round(float(v), 4) for v in rec["vmem"][:, 0]]
+        ([0.6, 0.3, 0.15], [0.6, 0.84, 0.906])
+    """
+
+    def __init__(self, shape: Any, *, tau_syn: Any, tau_mem: Any, r: Any = 1.0, v_leak: Any = 0.0,
+                 w_in: Any = 1.0, v_threshold: Any = 1.0, v_reset: Any = 0.0, dt: float = 1e-3,
+                 decay: str = "euler", reset: str = "v_reset", surrogate: Surrogate | None = None):
+        self._setup(shape, dt=dt, decay=decay, reset=reset, surrogate=surrogate, tau_mem=tau_mem,
+                    tau_syn=tau_syn, r=r, v_leak=v_leak, w_in=w_in, v_threshold=v_threshold,
+                    v_reset=v_reset)
+
+    def lif_equivalent(self) -> dict | None:
+        r"""Parameters of an exactly equivalent pondlib :class:`~pondlib.nn.LIF` (reset by
+        subtraction), or None when there is none.
+
+        With per-step decays ``a = a(tau_syn)``, ``b = a(tau_mem)`` and gains ``g_s = dt/tau_syn w_in``,
+        ``g_m = dt/tau_mem r``, the pondlib LIF with ``exp(-dt/tau_syn') = a``, ``exp(-dt/tau_mem') = b``
+        and the membrane scaled by ``G = g_m g_s / a``
+
+        .. math::  \theta' = v_{thr} / G, \qquad b' = l(\tau_{mem}) v_{leak} / G
+
+        emits the same spikes (``I' = (a / g_s) I``, ``v' = v / G``), except at ``v == v_thr`` exactly
+        (pondlib spikes at ``>=``, NIR at ``>``). It needs ``reset="subtract"`` with ``v_reset = 0``,
+        ``0 < a, b < 1`` and ``G > 0``; ``max_spikes_per_dt = 1`` keeps the spikes binary.
+        """
+        if self.reset != "subtract" or bool(jnp.any(self.v_reset != 0)):
+            return None
+        p = self.parameters()
+        a, b = np.asarray(p.a_syn, float), np.asarray(p.a_mem, float)
+        gain = np.asarray(p.g_mem, float) * np.asarray(p.g_syn, float) / np.where(a > 0, a, 1.0)
+        if not (np.all((a > 0) & (a < 1)) and np.all((b > 0) & (b < 1)) and np.all(gain > 0)):
+            return None
+        return dict(tau_mem=-self.dt / np.log(b), tau_syn=-self.dt / np.log(a),
+                    threshold=np.asarray(self.v_threshold, float) / gain,
+                    bias=np.asarray(p.c_mem, float) / gain, dt=self.dt, max_spikes_per_dt=1.0)
+
+    def as_graph(self, name: str | None = None):
+        """:class:`~pondlib.graph.LIFNeurons` with the parameters of :meth:`lif_equivalent` (exact
+        spikes) when it exists; otherwise a :class:`NIRNeuronGroup` (reset to zero / to ``v_reset``,
+        or decays outside (0, 1)), which the Xylo mapper reports as an unsupported module."""
+        eq = self.lif_equivalent()
+        name = name or "CubaLIF"
+        if eq is None:
+            return super().as_graph(name)
+        return LIFNeurons._factory(self.size_in, self.size_out, name, self, **eq)
+
+    def _no_lif_reason(self) -> str:
+        if self.reset != "subtract":
+            return (f"reset={self.reset!r}: pondlib LIF (and Xylo) reset by subtraction; import with "
+                    f"reset='subtract' if the network was trained that way")
+        return "decay or gain outside the range of an exponential LIF"
+
+
+class CubaLI(_NIRNeuron):
+    """Current-based leaky integrator (NIR ``CubaLI``): CubaLIF without threshold; output ``v``."""
+
+    def __init__(self, shape: Any, *, tau_syn: Any, tau_mem: Any, r: Any = 1.0, v_leak: Any = 0.0,
+                 w_in: Any = 1.0, dt: float = 1e-3, decay: str = "euler",
+                 surrogate: Surrogate | None = None):
+        self._setup(shape, dt=dt, decay=decay, reset="v_reset", surrogate=surrogate, tau_mem=tau_mem,
+                    tau_syn=tau_syn, r=r, v_leak=v_leak, w_in=w_in)
+
+
+class NIRLIF(_NIRNeuron):
+    """Leaky integrate-and-fire without synaptic current (NIR ``LIF``), parameter ``tau``.
+
+    (Named ``NIRLIF`` because :class:`pondlib.nn.LIF` is pondlib's current-based LIF.)
+    """
+
+    def __init__(self, shape: Any, *, tau: Any, r: Any = 1.0, v_leak: Any = 0.0,
+                 v_threshold: Any = 1.0, v_reset: Any = 0.0, dt: float = 1e-3, decay: str = "euler",
+                 reset: str = "v_reset", surrogate: Surrogate | None = None):
+        self._setup(shape, dt=dt, decay=decay, reset=reset, surrogate=surrogate, tau_mem=tau, r=r,
+                    v_leak=v_leak, v_threshold=v_threshold, v_reset=v_reset)
+
+    @property
+    def tau(self) -> jax.Array:
+        """The membrane time constant (NIR ``tau``)."""
+        return self.tau_mem
+
+
+class LI(_NIRNeuron):
+    """Leaky integrator (NIR ``LI``), output ``v``: a typical readout layer."""
+
+    def __init__(self, shape: Any, *, tau: Any, r: Any = 1.0, v_leak: Any = 0.0, dt: float = 1e-3,
+                 decay: str = "euler", surrogate: Surrogate | None = None):
+        self._setup(shape, dt=dt, decay=decay, reset="v_reset", surrogate=surrogate, tau_mem=tau, r=r,
+                    v_leak=v_leak)
+
+    @property
+    def tau(self) -> jax.Array:
+        """The time constant (NIR ``tau``)."""
+        return self.tau_mem
+
+
+class IF(_NIRNeuron):
+    """Integrate-and-fire (NIR ``IF``): ``v += r x``, spike when ``v > v_threshold``, reset.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> z, _, _ = IF(1, r=1.0, v_threshold=1.0, reset="subtract")(jnp.full((4, 1), 0.6))
+        >>> z[:, 0].tolist()
+        [0.0, 1.0, 0.0, 1.0]
+    """
+
+    def __init__(self, shape: Any, *, r: Any = 1.0, v_threshold: Any = 1.0, v_reset: Any = 0.0,
+                 dt: float = 1e-3, reset: str = "v_reset", surrogate: Surrogate | None = None):
+        self._setup(shape, dt=dt, decay="euler", reset=reset, surrogate=surrogate, r=r,
+                    v_threshold=v_threshold, v_reset=v_reset)
+
+
+class Integrator(_NIRNeuron):
+    """Integrator (NIR ``I``): ``v += r x``; output ``v``."""
+
+    def __init__(self, shape: Any, *, r: Any = 1.0, dt: float = 1e-3,
+                 surrogate: Surrogate | None = None):
+        self._setup(shape, dt=dt, decay="euler", reset="v_reset", surrogate=surrogate, r=r)
+
+
+class Threshold(eqx.Module):
+    """Stateless threshold (NIR ``Threshold``): ``z = 1 if x > threshold else 0`` per step, with a
+    surrogate gradient.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> Threshold(2, threshold=[0.5, 1.0])(jnp.array([[0.7, 0.7]]))[0].tolist()
+        [[1.0, 0.0]]
+    """
+
+    threshold: jax.Array
+    shape: tuple = eqx.field(static=True)
+    surrogate: Surrogate = eqx.field(static=True)
+
+    def __init__(self, shape: Any, *, threshold: Any = 1.0, surrogate: Surrogate | None = None):
+        self.shape = _shape(shape, "Threshold")
+        self.threshold = _flat(threshold, int(np.prod(self.shape)), "threshold", "Threshold")
+        self.surrogate = surrogate if surrogate is not None else Surrogate()
+
+    @property
+    def size_in(self) -> int:
+        """Channels (in = out)."""
+        return int(np.prod(self.shape))
+
+    size_out = size_in
+
+    def init_state(self, batch_shape: tuple[int, ...] = ()) -> None:
+        """Stateless."""
+        return None
+
+    def evolve_tm(self, x: jax.Array, state: None, record: bool):
+        """All steps at once: (T, *batch, N) -> (T, *batch, N)."""
+        return heaviside(x, self.threshold, self.surrogate), None, {}
+
+    def __call__(self, x: Any, state: None = None, record: bool = False):
+        """``(output, None, {})`` for (T, N) or (B, T, N)."""
+        return evolve_time_major(self, x, state, record)
+
+    def as_graph(self, name: str | None = None):
+        """A :class:`NIRNeuronGroup` (no pondlib graph equivalent)."""
+        name = name or "Threshold"
+        return NIRNeuronGroup._factory(self.size_in, self.size_out, name, self, kind="Threshold",
+                                       reset="none", dt=float("nan"),
+                                       reason="a stateless threshold has no LIFNeurons equivalent")
+
+
+@dataclass(eq=False, repr=False)
+class NIRNeuronGroup(GraphModule):
+    """A NIR neuron layer in a pondlib graph that no device primitive represents exactly.
+
+    Attributes: ``kind`` (the pondlib.nn class), ``reset``, ``dt`` (s), ``reason`` (why it is not a
+    :class:`~pondlib.graph.LIFNeurons`). The parameters are on ``computational_module``. Device
+    mappers that do not know it report it as an unsupported module, naming ``reason`` via the name.
+    """
+
+    kind: str = ""
+    reset: str = ""
+    dt: float = float("nan")
+    reason: str = ""
