@@ -1,5 +1,6 @@
-"""Device packages: ``pondlib.devices.xylo`` (and, later, ``spinnaker2`` and ``siracusa``).
+"""Device packages: ``pondlib.devices.xylo``, ``pondlib.devices.spinnaker2``, ``pondlib.devices.siracusa``.
 
-Each device package has the same file set (limits, mapper, config, sim) and imports only from
-:mod:`pondlib.devices.core`, never from a sibling device.
+Each device package has the same core file set (``limits``, ``mapper``, ``config``, ``sim``, plus what the
+target needs: Xylo ``hdk``, SpiNNaker2 ``timing`` and ``dnn``, Siracusa ``tiling`` and ``cycles``) and
+imports only from :mod:`pondlib.devices.core`, never from a sibling device.
 """

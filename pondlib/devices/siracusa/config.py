@@ -1,0 +1,625 @@
+r"""Integer layers of a Siracusa deployment, the configuration that holds them, and every constraint check.
+
+Every layer's integer core is **RequantShift** (``docs/TARGETS.md``), per channel ``o``:
+
+.. math::
+
+    t &= \mathrm{wrap}_{32}\big(\mathrm{wrap}_{32}((x + \mathrm{in\_offset}) \cdot \mathrm{mul}_o)
+         + \mathrm{add}_o\big) \\
+    t &= \mathrm{wrap}_{32}(t + 2^{s-1}) \quad \text{if } s > 0 \text{ (round half up)} \\
+    y &= \mathrm{clamp}(t \gg s,\ lo,\ hi) \quad \text{(arithmetic shift)}
+
+with ``div = 2^s`` an exact power of two, ``[lo, hi] = [-2^{b-1}, 2^{b-1}-1]`` (signed) or
+``[0, 2^b - 1]`` (unsigned: a ReLU is a RequantShift with an unsigned output).
+
+Layers (all integer arrays stored as ``int64``, wider than the chip, so an out-of-range value stays
+representable and is *reported* by :func:`check_constraints`; nothing is wrapped or clipped when a
+configuration is built):
+
+==============  ==========================================================================================
+``QGemm``       ``acc = wrap32(x @ weight + bias)``, weight (K, O) int8, bias (O,) int32; then RequantShift
+                (or, with ``requant=None``, the raw int32 accumulator goes to a following :class:`QLIF`)
+``QConv2d``     the same for an NHWC convolution, weight (kh, kw, C_in / groups, O), input (H, W, C) flat
+``QRequant``    a stand-alone RequantShift over ``n`` values (a ReLU: ``mul = 1, add = 0, div = 1``, unsigned)
+``QLIF``        integer LIF: ``v = clamp_state((v*beta_mul + I*in_mul + add + 2^(s-1)) >> s)``, spike if
+                ``v >= threshold`` (or ``>``), reset by subtraction or to zero; state width ``state_bits``
+==============  ==========================================================================================
+
+Example (a 4 -> 2 GEMM with a per-channel RequantShift; ``check_constraints`` lists every problem):
+
+    >>> import numpy as np
+    >>> rq = RequantShift(mul=[3, 5], add=[0, 0], div=4)
+    >>> g = QGemm("fc", weight=np.ones((4, 2), dtype=int), bias=None, requant=rq)
+    >>> cfg = SiracusaConfig(layers=(g,), n_input=4)
+    >>> check_constraints(cfg)
+    []
+    >>> bad = SiracusaConfig(layers=(QGemm("fc", weight=np.full((4, 2), 200), bias=None,
+    ...                                    requant=RequantShift(mul=[3, 5], add=[0, 0], div=6)),),
+    ...                      n_input=4)
+    >>> sorted({v.rule for v in check_constraints(bad)})
+    ['div_power_of_two', 'weight_range']
+    >>> config, ok, message = config_from_specification(bad)
+    >>> ok, message.splitlines()[0]
+    (False, '2 configuration problem(s):')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+from pondlib.devices.core.intmath import int_range
+from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
+from pondlib.errors import ConfigError, Violation
+
+__all__ = [
+    "RequantShift", "QGemm", "QConv2d", "QRequant", "QLIF", "QLayer", "SiracusaConfig",
+    "LayerRange", "layer_ranges", "check_constraints", "validate_config", "config_from_specification",
+    "RULES", "RESET_MODES", "COMPARISONS",
+]
+
+RESET_MODES = ("subtract", "zero")
+COMPARISONS = (">=", ">")
+
+#: Every rule :func:`check_constraints` checks: rule id -> what it requires.
+RULES: dict[str, str] = {
+    "layer_shape": "each layer's input size equals the previous layer's output size",
+    "weight_range": "weights within the signed weight range (int8)",
+    "bias_range": "biases within int32",
+    "acc_overflow": "the accumulator cannot leave int32 over the input value range",
+    "requant_overflow": "(acc + in_offset) * mul, + add and + 2^(s-1) stay within int32 over the range",
+    "mul_range": "mul within int32",
+    "add_range": "add within int32",
+    "div_power_of_two": "div is an exact power of two",
+    "shift_range": "shift (log2 div) within 0..limits.shift_max",
+    "out_bits": "requantized outputs are 1..limits.act_bits wide",
+    "lif_options": "LIF state width 2..limits.state_bits_max, reset and comparison modes known",
+    "lif_threshold": "LIF threshold within 1..the state maximum",
+    "lif_overflow": "v*beta_mul, I*in_mul, their sum, + add and + 2^(s-1) stay within int32",
+    "gemm_chunk": "cluster GEMMs with O >= 16 have O % 16 == 0 (per-core chunk ceil(O/8) even)",
+    "l1_tile_fit": "one L1 tile (K never tiled) fits the L1 tile budget",
+    "l2_fit": "peak live activations (and LIF states) fit L2",
+    "l3_fit": "weights placed off-chip fit L3",
+    "npu_required": "layers sent to the NPU are NPU-eligible",
+}
+
+_I32_LO, _I32_HI = int_range(32)
+
+
+def _i64(value: Any, name: str, where: str) -> np.ndarray:
+    """A read-only int64 copy; floats must hold integers (never rounded here)."""
+    arr = np.array(value, copy=True)
+    if arr.dtype.kind == "f":
+        if not (np.all(np.isfinite(arr)) and np.array_equal(arr, np.rint(arr))
+                and np.all(np.abs(arr) < 2.0 ** 62)):
+            raise ConfigError(f"{name} holds non-integer values", value=arr.ravel()[:4].tolist(),
+                              limit="integers", where=where, fix="round/quantize before building the layer")
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind in "biu":
+        arr = arr.astype(np.int64)
+    else:
+        raise ConfigError(f"{name} is not numeric", value=str(arr.dtype), limit="an integer array",
+                          where=where, fix="pass integer arrays")
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True)
+class RequantShift:
+    """RequantShift parameters; ``mul``/``add`` are scalars (per tensor) or (O,) (per channel).
+
+    Attributes:
+        mul: int32 multiplier(s).
+        add: int32 addend(s) (already scaled by ``div``; folds biases and rounding offsets).
+        div: the divisor ``2^shift`` (must be an exact power of two).
+        out_bits: output width ``b``.
+        signed: signed output ``[-2^(b-1), 2^(b-1)-1]``; unsigned ``[0, 2^b - 1]`` (ReLU).
+        in_offset: added to the input before the multiplication (0 for symmetric activations).
+
+    Example:
+        >>> rq = RequantShift(mul=1, add=0, div=2)
+        >>> rq.shift, rq.out_range, rq.per_channel
+        (1, (-128, 127), False)
+    """
+
+    mul: Any
+    add: Any = 0
+    div: int = 1
+    out_bits: int = 8
+    signed: bool = True
+    in_offset: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mul", _i64(self.mul, "mul", "RequantShift"))
+        object.__setattr__(self, "add", _i64(self.add, "add", "RequantShift"))
+        object.__setattr__(self, "div", int(self.div))
+        object.__setattr__(self, "out_bits", int(self.out_bits))
+        object.__setattr__(self, "signed", bool(self.signed))
+        object.__setattr__(self, "in_offset", int(self.in_offset))
+
+    @property
+    def shift(self) -> int:
+        """``log2(div)`` (rounded down when div is not a power of two; that is reported, not used)."""
+        return max(int(self.div).bit_length() - 1, 0)
+
+    @property
+    def out_range(self) -> tuple[int, int]:
+        """Inclusive output range (the clamp bounds)."""
+        return int_range(self.out_bits, self.signed)
+
+    @property
+    def per_channel(self) -> bool:
+        """True when ``mul`` or ``add`` holds one value per channel."""
+        return self.mul.ndim > 0 or self.add.ndim > 0
+
+
+@dataclass(frozen=True)
+class QGemm:
+    """``acc[m, o] = wrap32(sum_k x[m, k] * weight[k, o] + bias[o])`` then ``requant`` (or raw acc)."""
+
+    name: str
+    weight: Any
+    bias: Any = None
+    requant: RequantShift | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weight", _i64(self.weight, "weight", self.name))
+        if self.bias is not None:
+            object.__setattr__(self, "bias", _i64(self.bias, "bias", self.name))
+
+    @property
+    def n_in(self) -> int:
+        return int(self.weight.shape[0])
+
+    @property
+    def n_out(self) -> int:
+        return int(self.weight.shape[1])
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates per input row."""
+        return int(self.weight.size)
+
+
+@dataclass(frozen=True)
+class QConv2d:
+    """NHWC convolution (cross-correlation) with zero padding, then ``requant``.
+
+    ``in_shape = (H, W, C)``; ``weight`` (kh, kw, C / groups, O); output (H_o, W_o, O) with
+    ``H_o = (H + 2 p - kh) // stride + 1``. Input and output are flattened in HWC order.
+    """
+
+    name: str
+    weight: Any
+    in_shape: tuple[int, int, int]
+    bias: Any = None
+    requant: RequantShift | None = None
+    stride: int = 1
+    padding: int = 0
+    groups: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weight", _i64(self.weight, "weight", self.name))
+        if self.bias is not None:
+            object.__setattr__(self, "bias", _i64(self.bias, "bias", self.name))
+        object.__setattr__(self, "in_shape", tuple(int(v) for v in self.in_shape))
+
+    @property
+    def out_shape(self) -> tuple[int, int, int]:
+        h, w, _c = self.in_shape
+        kh, kw = self.weight.shape[:2]
+        return ((h + 2 * self.padding - kh) // self.stride + 1,
+                (w + 2 * self.padding - kw) // self.stride + 1, int(self.weight.shape[3]))
+
+    @property
+    def n_in(self) -> int:
+        return int(np.prod(self.in_shape))
+
+    @property
+    def n_out(self) -> int:
+        return int(np.prod(self.out_shape))
+
+    @property
+    def depthwise(self) -> bool:
+        return self.groups > 1 and self.groups == self.in_shape[2] == self.weight.shape[3]
+
+    @property
+    def macs(self) -> int:
+        ho, wo, o = self.out_shape
+        kh, kw, cg, _ = self.weight.shape
+        return int(ho * wo * o * kh * kw * cg)
+
+
+@dataclass(frozen=True)
+class QRequant:
+    """A stand-alone RequantShift over ``n`` values (channel = last index modulo the parameter size)."""
+
+    name: str
+    n: int
+    requant: RequantShift
+
+    @property
+    def n_in(self) -> int:
+        return int(self.n)
+
+    @property
+    def n_out(self) -> int:
+        return int(self.n)
+
+
+@dataclass(frozen=True)
+class QLIF:
+    """Integer LIF from the RequantShift primitive (per neuron ``n``, one step)::
+
+        t  = wrap32(wrap32(v * beta_mul) + wrap32(I * in_mul))
+        t  = wrap32(t + add);  t = wrap32(t + 2^(shift-1)) if shift > 0      (round half up)
+        v  = clamp(t >> shift, state range)                                  (arithmetic shift, saturate)
+        z  = v >= threshold   (or v > threshold)
+        v  = v - threshold (reset="subtract") or 0 (reset="zero") where z    (cannot wrap: 1 <= thr <= v)
+
+    ``I`` is the previous layer's integer output (typically a raw int32 GEMM accumulator). The
+    output is the spike vector ``z`` (0/1).
+    """
+
+    name: str
+    beta_mul: Any
+    in_mul: Any
+    add: Any
+    shift: int
+    threshold: Any
+    state_bits: int = 16
+    reset: str = "subtract"
+    compare: str = ">="
+
+    def __post_init__(self) -> None:
+        for key in ("beta_mul", "in_mul", "add", "threshold"):
+            object.__setattr__(self, key, _i64(getattr(self, key), key, self.name))
+        object.__setattr__(self, "shift", int(self.shift))
+        object.__setattr__(self, "state_bits", int(self.state_bits))
+
+    @property
+    def n(self) -> int:
+        return int(self.threshold.size)
+
+    @property
+    def n_in(self) -> int:
+        return self.n
+
+    @property
+    def n_out(self) -> int:
+        return self.n
+
+    @property
+    def state_range(self) -> tuple[int, int]:
+        return int_range(self.state_bits, True)
+
+
+QLayer = Union[QGemm, QConv2d, QRequant, QLIF]
+
+
+@dataclass(frozen=True)
+class SiracusaConfig:
+    """A validated-on-demand integer deployment: the layer chain plus how it is placed and tiled.
+
+    Attributes:
+        layers: the integer layers, in order.
+        n_input: input values per step.
+        input_bits, input_signed: the integer input range (int8 by default).
+        input_scale: float value of one input step (for :func:`quantize_input`; 1.0 for spikes).
+        output_scale: float value of one output step (1.0 for spikes or raw integers).
+        rows: input rows per inference (M of every GEMM).
+        buffering: 1 (single) or 2 (double) L1 buffering.
+        l1_budget: bytes of L1 a layer's tiles may use; None means ``limits.l1_tile_budget``.
+        npu_layers: names of layers executed on the NPU.
+        use_weight_memory: NPU layers read their weights from the weight memory (no DMA).
+        limits_name: the Siracusa variant.
+    """
+
+    layers: tuple
+    n_input: int
+    input_bits: int = 8
+    input_signed: bool = True
+    input_scale: float = 1.0
+    output_scale: float = 1.0
+    rows: int = 1
+    buffering: int = 2
+    l1_budget: int | None = None
+    npu_layers: tuple[str, ...] = ()
+    use_weight_memory: bool = False
+    limits_name: str = "siracusa"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers", tuple(self.layers))
+        object.__setattr__(self, "npu_layers", tuple(self.npu_layers))
+
+    @property
+    def input_range(self) -> tuple[int, int]:
+        return int_range(self.input_bits, self.input_signed)
+
+    @property
+    def n_output(self) -> int:
+        return self.layers[-1].n_out if self.layers else self.n_input
+
+    def replace(self, **changes: Any) -> "SiracusaConfig":
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+# ------------------------------------------------------------------------------------------------
+# Value ranges
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LayerRange:
+    """Worst-case integer ranges of one layer over its input value range (per output channel).
+
+    ``acc_lo``/``acc_hi`` are exact (no wrap) bounds of the accumulator or, for RequantShift-only and
+    LIF layers, of the RequantShift input; ``out_lo``/``out_hi`` bound what the layer emits.
+    """
+
+    in_lo: int
+    in_hi: int
+    acc_lo: np.ndarray = field(default=None)
+    acc_hi: np.ndarray = field(default=None)
+    out_lo: int = 0
+    out_hi: int = 0
+
+
+def _weight_bounds(w2: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact bounds of ``sum_k x_k w[k, o]`` for ``x`` in the box [lo, hi]^K (Python-int exact in int64:
+    |w| < 2^7 and |x| < 2^8 so the sum stays far below 2^62 for any realistic K)."""
+    a, b = w2 * lo, w2 * hi
+    return np.minimum(a, b).sum(axis=0), np.maximum(a, b).sum(axis=0)
+
+
+def layer_ranges(config: SiracusaConfig) -> list[LayerRange]:
+    """Propagate the integer value range through the chain (one :class:`LayerRange` per layer).
+
+    Example:
+        >>> g = QGemm("fc", weight=[[1, -2], [3, 4]], requant=RequantShift(mul=1, div=1))
+        >>> r = layer_ranges(SiracusaConfig(layers=(g,), n_input=2))[0]
+        >>> r.acc_lo.tolist(), r.acc_hi.tolist(), (r.out_lo, r.out_hi)
+        ([-512, -766], [508, 764], (-128, 127))
+    """
+    lo, hi = config.input_range
+    out: list[LayerRange] = []
+    for layer in config.layers:
+        if isinstance(layer, (QGemm, QConv2d)):
+            w2 = layer.weight.reshape(-1, layer.weight.shape[-1])
+            a_lo, a_hi = _weight_bounds(w2, lo, hi)
+            if layer.bias is not None and layer.bias.shape == a_lo.shape:
+                a_lo, a_hi = a_lo + layer.bias, a_hi + layer.bias
+            if layer.requant is not None:
+                o_lo, o_hi = layer.requant.out_range
+            else:   # the raw accumulator is emitted; after wrap32 it is within int32 in any case
+                o_lo, o_hi = max(int(a_lo.min()), _I32_LO), min(int(a_hi.max()), _I32_HI)
+        elif isinstance(layer, QRequant):
+            a_lo, a_hi = np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64)
+            o_lo, o_hi = layer.requant.out_range
+        elif isinstance(layer, QLIF):
+            a_lo, a_hi = np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64)
+            o_lo, o_hi = 0, 1
+        else:
+            raise ConfigError("unknown layer type", value=type(layer).__name__,
+                              limit="QGemm, QConv2d, QRequant or QLIF", where="SiracusaConfig.layers",
+                              fix="build layers with the types of pondlib.devices.siracusa.config")
+        out.append(LayerRange(lo, hi, a_lo, a_hi, o_lo, o_hi))
+        lo, hi = o_lo, o_hi
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Constraint checks
+# ------------------------------------------------------------------------------------------------
+def _span(values: list[np.ndarray]) -> tuple[int, int]:
+    return min(int(np.min(v)) for v in values), max(int(np.max(v)) for v in values)
+
+
+def _outside_i32(lo: int, hi: int) -> bool:
+    return lo < _I32_LO or hi > _I32_HI
+
+
+def _requant_checks(name: str, rq: RequantShift, x_lo: Any, x_hi: Any, lim: SiracusaLimits,
+                    add: list[Violation]) -> None:
+    """RequantShift parameter and overflow rules; ``x_lo/x_hi`` bound its input (per channel)."""
+    for key in ("mul", "add"):
+        arr = getattr(rq, key)
+        if arr.size and (int(arr.min()) < _I32_LO or int(arr.max()) > _I32_HI):
+            add.append(Violation(f"{key}_range", name, int(arr.flat[np.argmax(np.abs(arr))]),
+                                 "int32", f"choose a smaller shift so that {key} fits int32"))
+    div = rq.div
+    if div < 1 or div & (div - 1):
+        add.append(Violation("div_power_of_two", name, div, "an exact power of two 2^s",
+                             "RequantShift divides by a shift: use div = 2^s and rescale mul/add"))
+    elif rq.shift > lim.shift_max:
+        add.append(Violation("shift_range", name, rq.shift, f"0..{lim.shift_max}",
+                             f"use div <= 2^{lim.shift_max} and scale mul down"))
+    if not 1 <= rq.out_bits <= lim.act_bits:
+        add.append(Violation("out_bits", name, rq.out_bits, f"1..{lim.act_bits}",
+                             f"requantize to at most {lim.act_bits} bits"))
+    # Overflow freedom over the value range: every intermediate of the documented sequence must stay
+    # inside int32, else the hardware silently wraps. Products are linear in x: extremes at the ends.
+    # Python integers (object arrays): exact even where an invalid layer would overflow int64.
+    mul = rq.mul.astype(object)
+    xs_lo = np.asarray(x_lo).astype(object) + rq.in_offset
+    xs_hi = np.asarray(x_hi).astype(object) + rq.in_offset
+    p1, p2 = xs_lo * mul, xs_hi * mul
+    t_lo, t_hi = np.minimum(p1, p2), np.maximum(p1, p2)
+    stages = [("(acc + in_offset)", xs_lo, xs_hi), ("(acc + in_offset) * mul", t_lo, t_hi)]
+    t_lo, t_hi = t_lo + rq.add, t_hi + rq.add
+    stages.append(("acc * mul + add", t_lo, t_hi))
+    if rq.shift > 0:
+        rnd = 1 << (rq.shift - 1)
+        stages.append(("acc * mul + add + 2^(s-1)", t_lo + rnd, t_hi + rnd))
+    for label, s_lo, s_hi in stages:
+        lo, hi = _span([s_lo, s_hi])
+        if _outside_i32(lo, hi):
+            add.append(Violation("requant_overflow", name, f"{label} in [{lo}, {hi}]",
+                                 f"int32 [{_I32_LO}, {_I32_HI}]",
+                                 "use a smaller mul (a smaller shift) or narrower weights/inputs"))
+            break
+
+
+def check_constraints(config: SiracusaConfig, limits: "SiracusaLimits | str | None" = None,
+                      *, plans: Any = None, placement: Any = None) -> list[Violation]:
+    """Every constraint violation of ``config`` (all of them, in layer order, never the first only).
+
+    Checks (rule ids in :data:`RULES`): shapes; int8 weights, int32 biases; int32 overflow freedom of
+    the accumulator and of every RequantShift / LIF intermediate over the propagated value range;
+    power-of-two ``div`` and shift range; LIF options and thresholds; the GEMM output-chunk rule;
+    L1 tile fit; L2/L3 fit; NPU eligibility of the layers sent to the NPU. ``plans``/``placement``
+    may be passed when already computed (see :mod:`pondlib.devices.siracusa.tiling`).
+    """
+    # tiling imports the layer types from this module: imported here to avoid the cycle.
+    from pondlib.devices.siracusa.tiling import npu_eligibility, place_memory, plan_tiles
+
+    lim = get_limits(limits if limits is not None else config.limits_name)
+    found: list[Violation] = []
+    add = found
+    w_lo, w_hi = lim.weight_range
+    b_lo, b_hi = lim.bias_range
+    n_prev = config.n_input
+    shapes_ok = True
+    for layer in config.layers:
+        if layer.n_in != n_prev:
+            shapes_ok = False
+            add.append(Violation("layer_shape", layer.name, f"{layer.n_in} inputs",
+                                 f"{n_prev} (the previous layer's outputs)",
+                                 "make consecutive layer sizes agree"))
+        n_prev = layer.n_out
+        if isinstance(layer, QConv2d) and (layer.weight.ndim != 4 or layer.in_shape[2] !=
+                                           layer.weight.shape[2] * layer.groups):
+            shapes_ok = False
+            add.append(Violation("layer_shape", layer.name, f"weight {layer.weight.shape}",
+                                 f"(kh, kw, C/groups, O) with C = {layer.in_shape[2]}",
+                                 "pass HWIO weights matching in_shape and groups"))
+        if isinstance(layer, QGemm) and layer.weight.ndim != 2:
+            shapes_ok = False
+            add.append(Violation("layer_shape", layer.name, f"weight {layer.weight.shape}", "(K, O)",
+                                 "pass a 2-D (K, O) weight"))
+    if not shapes_ok:
+        return found
+
+    for layer, rng in zip(config.layers, layer_ranges(config)):
+        name = layer.name
+        if isinstance(layer, (QGemm, QConv2d)):
+            w = layer.weight
+            if w.size and (int(w.min()) < w_lo or int(w.max()) > w_hi):
+                add.append(Violation("weight_range", name, int(w.flat[np.argmax(np.abs(w))]),
+                                     f"[{w_lo}, {w_hi}]", "quantize weights to int8"))
+            if layer.bias is not None and layer.bias.size and (
+                    int(layer.bias.min()) < b_lo or int(layer.bias.max()) > b_hi):
+                add.append(Violation("bias_range", name, int(layer.bias.flat[np.argmax(np.abs(layer.bias))]),
+                                     "int32", "fold the bias into the RequantShift add instead"))
+            lo, hi = _span([rng.acc_lo, rng.acc_hi])
+            if _outside_i32(lo, hi):
+                add.append(Violation("acc_overflow", name, f"accumulator in [{lo}, {hi}]",
+                                     f"int32 [{_I32_LO}, {_I32_HI}]",
+                                     "reduce K, the weight magnitudes or the input range"))
+            if layer.requant is not None:
+                _requant_checks(name, layer.requant, rng.acc_lo, rng.acc_hi, lim, add)
+        elif isinstance(layer, QRequant):
+            _requant_checks(name, layer.requant, rng.acc_lo, rng.acc_hi, lim, add)
+        elif isinstance(layer, QLIF):
+            _lif_checks(layer, rng, lim, add)
+
+    plans = plans if plans is not None else plan_tiles(config, lim)
+    npu = set(config.npu_layers)
+    for layer in config.layers:
+        if isinstance(layer, QGemm) and layer.name not in npu:
+            o = layer.n_out
+            q = lim.gemm_chunk_quantum
+            if o >= q and o % q:
+                add.append(Violation("gemm_chunk", name_of(layer), f"O = {o}",
+                                     f"a multiple of {q} when O >= {q} (per-core chunk ceil(O/"
+                                     f"{lim.n_cores}) even)",
+                                     f"pad the layer to {-(-o // q) * q} outputs (zero weights)"))
+    for plan in plans:
+        if not plan.fits:
+            add.append(Violation("l1_tile_fit", plan.layer, f"{plan.min_bytes} B for the smallest tile",
+                                 f"{plan.budget} B L1 tile budget", plan.reason))
+    placement = placement if placement is not None else place_memory(config, lim)
+    found.extend(placement.violations)
+    for layer in config.layers:
+        if layer.name in npu:
+            ok, why = npu_eligibility(layer, lim)
+            if not ok:
+                add.append(Violation("npu_required", layer.name, why, "an NPU-eligible layer",
+                                     "run this layer on the cluster (remove it from npu_layers)"))
+    return found
+
+
+def name_of(layer: Any) -> str:
+    return str(getattr(layer, "name", type(layer).__name__))
+
+
+def _lif_checks(layer: QLIF, rng: LayerRange, lim: SiracusaLimits, add: list[Violation]) -> None:
+    name = layer.name
+    n = layer.n
+    if not 2 <= layer.state_bits <= lim.state_bits_max or layer.reset not in RESET_MODES or \
+            layer.compare not in COMPARISONS:
+        add.append(Violation("lif_options", name,
+                             f"state_bits={layer.state_bits}, reset={layer.reset!r}, compare={layer.compare!r}",
+                             f"state_bits 2..{lim.state_bits_max}, reset in {RESET_MODES}, compare in "
+                             f"{COMPARISONS}", "use the documented options"))
+        return
+    for key in ("beta_mul", "in_mul", "add"):
+        arr = getattr(layer, key)
+        if arr.shape not in ((), (n,)):
+            add.append(Violation("layer_shape", name, f"{key} shape {arr.shape}", f"() or ({n},)",
+                                 f"pass {key} per neuron or as a scalar"))
+            return
+    if not 0 <= layer.shift <= lim.shift_max:
+        add.append(Violation("shift_range", name, layer.shift, f"0..{lim.shift_max}",
+                             "use a smaller shift and smaller multipliers"))
+        return
+    s_lo, s_hi = layer.state_range
+    thr = layer.threshold
+    if int(thr.min()) < 1 or int(thr.max()) > s_hi:
+        add.append(Violation("lif_threshold", name, int(thr.min()) if int(thr.min()) < 1 else int(thr.max()),
+                             f"1..{s_hi}", "rescale the state so the threshold fits the state width"))
+    # Every intermediate of the LIF update must stay inside int32 (each one wraps on the cores).
+    # Python integers (object arrays): exact even where an invalid layer would overflow int64.
+    zero = np.zeros(n, dtype=np.int64).astype(object)
+    beta, in_mul, add_ = (layer.beta_mul.astype(object), layer.in_mul.astype(object),
+                          layer.add.astype(object))
+    v_terms = np.stack([zero + s_lo * beta, zero + s_hi * beta])
+    i_terms = np.stack([zero + rng.in_lo * in_mul, zero + rng.in_hi * in_mul])
+    v_lo, v_hi = v_terms.min(axis=0), v_terms.max(axis=0)
+    i_lo, i_hi = i_terms.min(axis=0), i_terms.max(axis=0)
+    rnd = (1 << (layer.shift - 1)) if layer.shift > 0 else 0
+    stages = [("v * beta_mul", v_lo, v_hi), ("I * in_mul", i_lo, i_hi),
+              ("v*beta_mul + I*in_mul", v_lo + i_lo, v_hi + i_hi),
+              ("... + add", v_lo + i_lo + add_, v_hi + i_hi + add_),
+              ("... + 2^(s-1)", v_lo + i_lo + add_ + rnd, v_hi + i_hi + add_ + rnd)]
+    for label, lo_, hi_ in stages:
+        lo, hi = _span([lo_, hi_])
+        if _outside_i32(lo, hi):
+            add.append(Violation("lif_overflow", name, f"{label} in [{lo}, {hi}]",
+                                 f"int32 [{_I32_LO}, {_I32_HI}]",
+                                 "use a smaller shift (smaller multipliers) or a narrower state"))
+            break
+
+
+def validate_config(config: SiracusaConfig, limits: "SiracusaLimits | str | None" = None) -> list[str]:
+    """Every problem of ``config`` as text (``[]`` when valid); see :func:`check_constraints`."""
+    if not isinstance(config, SiracusaConfig):
+        return [f"not a SiracusaConfig: got {type(config).__name__}"]
+    return [str(v) for v in check_constraints(config, limits)]
+
+
+def config_from_specification(spec: Any, limits: "SiracusaLimits | str | None" = None
+                              ) -> tuple[SiracusaConfig, bool, str]:
+    """``(config, is_valid, message)`` from a :class:`~pondlib.devices.siracusa.mapper.Specification`
+    (its ``config``) or a :class:`SiracusaConfig`; ``message`` lists every problem, or ``"valid"``."""
+    config = spec if isinstance(spec, SiracusaConfig) else getattr(spec, "config", None)
+    if not isinstance(config, SiracusaConfig):
+        raise ConfigError("not a Siracusa specification", value=type(spec).__name__,
+                          limit="a Specification from siracusa.mapper or a SiracusaConfig",
+                          fix="map the network with pondlib.devices.siracusa.mapper first")
+    problems = validate_config(config, limits)
+    if problems:
+        return config, False, ConfigError(problems=problems).what
+    return config, True, "valid"

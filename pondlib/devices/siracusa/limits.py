@@ -1,0 +1,85 @@
+"""Hardware limits of the Siracusa SoC (PULP cluster + N-EUREKA NPU), as data.
+
+One frozen dataclass, one default instance. Every limit the mapper, the constraint checks, the tiler
+and the cycle model use is a field here (units in the comments); nothing is a literal in a default.
+Source: ``docs/TARGETS.md`` (Siracusa) and the Deeploy Siracusa tutorial.
+
+Example:
+    >>> from pondlib.devices.siracusa.limits import SIRACUSA, get_limits
+    >>> SIRACUSA.n_cores, SIRACUSA.l1_bytes, SIRACUSA.l2_bytes, SIRACUSA.l3_bytes
+    (8, 262144, 2097152, 16777216)
+    >>> SIRACUSA.acc_range, SIRACUSA.weight_range
+    ((-2147483648, 2147483647), (-128, 127))
+    >>> SIRACUSA.npu_shift_max, SIRACUSA.gemm_chunk_quantum
+    (31, 16)
+    >>> get_limits("siracusa") is SIRACUSA
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pondlib.errors import ConfigError
+
+__all__ = ["SiracusaLimits", "SIRACUSA", "LIMITS", "get_limits"]
+
+
+@dataclass(frozen=True)
+class SiracusaLimits:
+    """Limits of one Siracusa variant. Sizes in bytes, counts per SoC."""
+
+    name: str = "Siracusa"
+    n_cores: int = 8                   # RV32 cores in the cluster (XpulpV2)
+    simd_lanes: int = 4                # int8 lanes of one sdotp instruction
+    l1_bytes: int = 256 * 1024         # B, cluster TCDM (1-cycle)
+    l1_tile_budget: int = 64_000       # B, L1 given to one layer's tiles (the tutorial's --l1 64000)
+    l2_bytes: int = 2 * 1024 * 1024    # B, on-chip SRAM
+    l3_bytes: int = 16 * 1024 * 1024   # B, off-chip RAM
+    weight_memory_bytes: int = 4 * 1024 * 1024  # B, NMS weight memory next to the NPU
+    acc_bits: int = 32                 # signed accumulator, wraps around (two's complement)
+    weight_bits: int = 8               # signed weights
+    act_bits: int = 8                  # activations: int8 signed or uint8 unsigned
+    bias_bits: int = 32                # signed bias added to the accumulator
+    shift_max: int = 31                # RequantShift: shift 0..31 (div = 2^shift)
+    state_bits_max: int = 32           # widest integer LIF state
+    gemm_chunk_quantum: int = 16       # GEMM outputs O >= 16 must be a multiple of 16 (chunk ceil(O/8) even)
+    npu_kernels: tuple[tuple[int, int, bool], ...] = ((1, 1, False), (3, 3, False), (3, 3, True))
+    #                                    (kh, kw, depthwise) shapes the N-EUREKA NPU runs
+    npu_stride: int = 1                # the NPU supports stride 1 only
+    npu_shift_max: int = 31            # 5-bit shift field
+    npu_weight_bytes: int = 4 * 1024 * 1024  # B, weights of one NPU layer (weight memory size)
+
+    @property
+    def acc_range(self) -> tuple[int, int]:
+        """Inclusive range of the signed accumulator (int32)."""
+        return -(1 << (self.acc_bits - 1)), (1 << (self.acc_bits - 1)) - 1
+
+    @property
+    def weight_range(self) -> tuple[int, int]:
+        """Inclusive signed weight range (int8)."""
+        return -(1 << (self.weight_bits - 1)), (1 << (self.weight_bits - 1)) - 1
+
+    @property
+    def bias_range(self) -> tuple[int, int]:
+        """Inclusive signed bias range (int32)."""
+        return -(1 << (self.bias_bits - 1)), (1 << (self.bias_bits - 1)) - 1
+
+
+SIRACUSA = SiracusaLimits()
+
+#: The variants by short name.
+LIMITS: dict[str, SiracusaLimits] = {"siracusa": SIRACUSA}
+
+
+def get_limits(limits: "SiracusaLimits | str | None" = None) -> SiracusaLimits:
+    """A limits instance from an instance, a short name (``"siracusa"``) or None (the default)."""
+    if limits is None:
+        return SIRACUSA
+    if isinstance(limits, SiracusaLimits):
+        return limits
+    key = str(limits).lower().strip()
+    if key not in LIMITS:
+        raise ConfigError("unknown Siracusa variant", value=limits, limit=sorted(LIMITS),
+                          fix="pass one of the names listed or a SiracusaLimits instance")
+    return LIMITS[key]

@@ -1,0 +1,616 @@
+r"""Map float layers (or a pondlib graph) to Siracusa integer layers: quantize, place, tile, check.
+
+**Input.** A sequence of typed float layer descriptions (pondlib.nn has no Conv2d/ReLU yet, so the
+mapper defines its own), or a graph / ``pondlib.nn`` network of ``LinearWeights`` and ``LIFNeurons``
+(converted by :func:`layers_from_graph`):
+
+=====================  ==========================================================================
+``GemmLayer``          ``y = x @ weight + bias``; weight (K, O), bias (O,) or None
+``Conv2dLayer``        NHWC cross-correlation; weight (kh, kw, C/groups, O); input (H, W, C) flat HWC
+``ReLU``               ``y = max(x, 0)`` (fused into a preceding GEMM/conv as an unsigned RequantShift)
+``IntLIFLayer``        ``v = alpha v + gain I + bias``; spike ``z = v >= threshold`` (or ``>``); reset
+                       ``v -= threshold z`` or ``v = 0``; one spike per step; state ``state_bits`` wide
+=====================  ==========================================================================
+
+**Quantization** (scales from the float model run on ``calibration`` data):
+
+* input: ``s_in = max|x| / 127`` (signed) or ``max x / 255`` (non-negative data, uint8) unless given;
+* weights: symmetric int8, ``s_w[o] = max_k |W[k, o]| / 127`` per output channel (``granularity=
+  "channel"``) or one scale per tensor (``"tensor"``); ``W_q = round(W / s_w)``;
+* outputs: ``s_out = max|y| / 127`` (signed) or ``max y / 255`` (fused ReLU, unsigned);
+* RequantShift (:func:`requant_from_scale`): real multiplier ``M = s_in s_w / s_out``, addend
+  ``A = bias / s_out``; the shift ``s`` is the largest in ``0..31`` with ``mul = round(M 2^s)`` and
+  ``add = round(A 2^s)`` such that ``acc * mul + add + 2^(s-1)`` cannot overflow int32 over the
+  accumulator's value range (computed from the actual integer weights, not ``K * 127 * 127``).
+  The relative multiplier error ``|mul / 2^s - M| / M`` is reported per layer;
+* GEMM -> LIF: the GEMM emits its raw int32 accumulator (scale ``s_acc = s_in s_w``), and the LIF's
+  ``in_mul = round(gain s_acc / s_v 2^s)``, ``beta_mul = round(alpha 2^s)``, ``add = round((bias +
+  gain b_gemm) / s_v 2^s)``, ``threshold = round(theta / s_v)``, with one state scale
+  ``s_v = max(max|v|, max theta) / (2^(b-1) - 1)`` from calibration. The LIF emits spikes (scale 1).
+
+**Checks.** Every rule of :data:`~pondlib.devices.siracusa.config.RULES` plus the mapper's own
+(:data:`MAPPER_RULES`) is checked and *all* violations are raised together in one
+:class:`~pondlib.errors.ConstraintError` (``check=False`` returns them in ``spec.violations``).
+
+Example:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> layers = [GemmLayer("fc1", rng.normal(size=(8, 16)), np.zeros(16)), ReLU("relu1"),
+    ...           GemmLayer("fc2", rng.normal(size=(16, 4)))]
+    >>> x = rng.normal(size=(100, 8))
+    >>> spec = mapper(layers, calibration=x)
+    >>> [type(q).__name__ for q in spec.config.layers], spec.config.layers[0].requant.signed
+    (['QGemm', 'QGemm'], False)
+    >>> [r.fused for r in spec.reports]
+    [('fc1', 'relu1'), ('fc2',)]
+    >>> all(r.mul_rel_error < 1e-4 for r in spec.reports)   # int32 headroom bounds the precision
+    True
+    >>> bad = [GemmLayer("fc1", np.ones((8, 20))), GemmLayer("fc2", np.ones((20, 4)) * 1e-9, np.full(4, 1e3))]
+    >>> try:
+    ...     mapper(bad, calibration=x)
+    ... except ConstraintError as err:
+    ...     print(sorted(set(err.rules)))
+    ['gemm_chunk', 'multiplier_underflow']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from pondlib.devices.core.intmath import int_range
+from pondlib.devices.siracusa.config import (
+    COMPARISONS,
+    RESET_MODES,
+    QConv2d,
+    QGemm,
+    QLIF,
+    QRequant,
+    RequantShift,
+    SiracusaConfig,
+    check_constraints,
+)
+from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
+from pondlib.devices.siracusa.tiling import Placement, TilePlan, npu_eligibility, place_memory, plan_tiles
+from pondlib.errors import ConstraintError, GraphError, QuantizationError, Violation
+
+__all__ = ["GemmLayer", "Conv2dLayer", "ReLU", "IntLIFLayer", "layers_from_graph", "float_forward",
+           "requant_from_scale", "mapper", "Specification", "LayerReport", "MAPPER_RULES"]
+
+#: Rules the mapper checks on the float description (the integer rules are in config.RULES).
+MAPPER_RULES: dict[str, str] = {
+    "unsupported_layer": "only GemmLayer, Conv2dLayer, ReLU and IntLIFLayer",
+    "layer_shape": "each layer's input size equals the previous layer's output size",
+    "invalid_parameter": "parameters are finite and have the documented shapes",
+    "multiplier_underflow": "every real multiplier is representable (mul >= 1 at shift <= 31)",
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# Float layer descriptions
+# ------------------------------------------------------------------------------------------------
+def _farr(value: Any) -> np.ndarray:
+    return np.array(value, dtype=np.float64, copy=True)
+
+
+@dataclass(frozen=True)
+class GemmLayer:
+    """``y = x @ weight + bias``; weight (K, O), bias (O,) or None."""
+
+    name: str
+    weight: Any
+    bias: Any = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weight", _farr(self.weight))
+        if self.bias is not None:
+            object.__setattr__(self, "bias", _farr(self.bias))
+
+    @property
+    def n_in(self) -> int:
+        return int(self.weight.shape[0])
+
+    @property
+    def n_out(self) -> int:
+        return int(self.weight.shape[-1])
+
+
+@dataclass(frozen=True)
+class Conv2dLayer:
+    """NHWC convolution: weight (kh, kw, C/groups, O), ``in_shape`` (H, W, C); zero padding."""
+
+    name: str
+    weight: Any
+    in_shape: tuple[int, int, int]
+    bias: Any = None
+    stride: int = 1
+    padding: int = 0
+    groups: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weight", _farr(self.weight))
+        if self.bias is not None:
+            object.__setattr__(self, "bias", _farr(self.bias))
+        object.__setattr__(self, "in_shape", tuple(int(v) for v in self.in_shape))
+
+    def _q(self, w: Any = None) -> QConv2d:
+        wq = np.zeros(self.weight.shape, dtype=np.int64) if w is None else w
+        return QConv2d(self.name, wq, self.in_shape, None, None, self.stride, self.padding, self.groups)
+
+    @property
+    def n_in(self) -> int:
+        return int(np.prod(self.in_shape))
+
+    @property
+    def n_out(self) -> int:
+        return self._q().n_out
+
+
+@dataclass(frozen=True)
+class ReLU:
+    """``y = max(x, 0)``; the size follows the previous layer."""
+
+    name: str = "relu"
+
+
+@dataclass(frozen=True)
+class IntLIFLayer:
+    """A LIF layer that will run as the integer LIF (``v = alpha v + gain I + bias``; see the module).
+
+    ``alpha``, ``threshold``, ``bias``: (N,) floats (scalars broadcast when ``n`` is given).
+    """
+
+    name: str
+    alpha: Any
+    threshold: Any
+    bias: Any = 0.0
+    gain: float = 1.0
+    n: int | None = None
+    state_bits: int = 16
+    reset: str = "subtract"
+    compare: str = ">="
+
+    def __post_init__(self) -> None:
+        n = self.n if self.n is not None else max(np.size(self.alpha), np.size(self.threshold),
+                                                   np.size(self.bias))
+        for key in ("alpha", "threshold", "bias"):
+            arr = _farr(getattr(self, key))
+            object.__setattr__(self, key, np.broadcast_to(arr, (n,)).copy() if arr.ndim == 0 else arr)
+        object.__setattr__(self, "n", int(n))
+
+    @property
+    def n_in(self) -> int:
+        return self.n
+
+    @property
+    def n_out(self) -> int:
+        return self.n
+
+
+FloatLayer = Any
+
+
+def layers_from_graph(graph: Any, drop_synapse: bool = False) -> list:
+    """Float layer descriptions from a chain graph (or ``pondlib.nn`` network) of ``LinearWeights``
+    and ``LIFNeurons``.
+
+    ``LinearWeights`` -> :class:`GemmLayer`; ``LIFNeurons`` (one synapse, ``k = 1``) ->
+    :class:`IntLIFLayer` with ``alpha = exp(-dt / tau_mem)``. The Siracusa integer LIF has a membrane
+    state only: the float LIF's synaptic current ``isyn = beta (isyn + x)`` cannot be represented, so a
+    LIF with a synaptic time constant raises :class:`~pondlib.errors.GraphError` unless
+    ``drop_synapse=True`` (then ``gain = 1``: input goes straight into the membrane, which changes the
+    dynamics; a conscious choice, never silent). The float LIF may emit several spikes per step; the
+    integer LIF emits at most one.
+
+    Example:
+        >>> import numpy as np
+        >>> from pondlib import nn
+        >>> net = nn.Sequential(nn.Linear(4, 2, weight=np.ones((4, 2))), nn.LIF(2, tau_mem=0.02))
+        >>> [type(l).__name__ for l in layers_from_graph(net, drop_synapse=True)]
+        ['GemmLayer', 'IntLIFLayer']
+    """
+    from pondlib.graph.base import GraphModuleBase
+    from pondlib.graph.modules import LIFNeurons, LinearWeights
+    from pondlib.graph.utils import topological_order
+
+    g = graph.as_graph() if not isinstance(graph, GraphModuleBase) and hasattr(graph, "as_graph") else graph
+    if not isinstance(g, GraphModuleBase):
+        raise GraphError("mapper input", value=type(graph).__name__,
+                         limit="float layer descriptions, a graph or a pondlib.nn network",
+                         fix="pass a list of GemmLayer/Conv2dLayer/ReLU/IntLIFLayer or net.as_graph()")
+    out: list = []
+    for m in topological_order(g):
+        if isinstance(m, LinearWeights):
+            out.append(GemmLayer(m.name, m.weights, m.biases))
+        elif isinstance(m, LIFNeurons):
+            if m.n_synapses != 1:
+                raise GraphError("LIF synapses", value=m.n_synapses, limit=1, where=m.name,
+                                 fix="the Siracusa integer LIF has one input per neuron")
+            if not drop_synapse:
+                raise GraphError("LIF synaptic current", value=f"tau_syn = {m.tau_syn.ravel()[:3]}",
+                                 limit="a membrane-only LIF", where=m.name,
+                                 fix="pass drop_synapse=True to feed the input straight into the membrane, "
+                                     "or describe the layer with IntLIFLayer")
+            out.append(IntLIFLayer(m.name, np.exp(-m.dt / m.tau_mem), m.threshold, m.bias))
+        else:
+            raise GraphError("unsupported module", value=type(m).__name__,
+                             limit="LinearWeights or LIFNeurons", where=m.name,
+                             fix="describe the network with GemmLayer/Conv2dLayer/ReLU/IntLIFLayer")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Float reference model
+# ------------------------------------------------------------------------------------------------
+def _conv_float(x: np.ndarray, layer: Conv2dLayer) -> np.ndarray:
+    lead = x.shape[:-1]
+    H, W, C = layer.in_shape
+    kh, kw, cg, O = layer.weight.shape
+    g, p = layer.groups, layer.padding
+    xi = x.reshape((-1, H, W, C))
+    if p:
+        xi = np.pad(xi, ((0, 0), (p, p), (p, p), (0, 0)))
+    win = np.lib.stride_tricks.sliding_window_view(xi, (kh, kw), axis=(1, 2))[:, ::layer.stride, ::layer.stride]
+    n, ho, wo = win.shape[:3]
+    y = np.einsum("nhwgcij,ijcgo->nhwgo", win.reshape(n, ho, wo, g, cg, kh, kw),
+                  layer.weight.reshape(kh, kw, cg, g, O // g)).reshape(n, ho, wo, O)
+    if layer.bias is not None:
+        y = y + layer.bias
+    return y.reshape(lead + (ho * wo * O,))
+
+
+def float_forward(layers: Sequence, x: Any) -> tuple[list[np.ndarray], dict[str, float]]:
+    """The float model: per-layer outputs for x (B, T, N) (or (B, N) -> T = 1), and per LIF layer the
+    largest ``|v|`` reached before reset (for the state scale)."""
+    h = np.asarray(x, dtype=np.float64)
+    if h.ndim == 2:
+        h = h[:, None, :]
+    outs, vmax = [], {}
+    for layer in layers:
+        if isinstance(layer, GemmLayer):
+            h = h @ layer.weight + (layer.bias if layer.bias is not None else 0.0)
+        elif isinstance(layer, Conv2dLayer):
+            h = _conv_float(h, layer)
+        elif isinstance(layer, ReLU):
+            h = np.maximum(h, 0.0)
+        elif isinstance(layer, IntLIFLayer):
+            v = np.zeros(h.shape[:1] + (layer.n,))
+            z_all = np.zeros_like(h)
+            peak = 0.0
+            for t in range(h.shape[1]):
+                v = layer.alpha * v + layer.gain * h[:, t] + layer.bias
+                peak = max(peak, float(np.max(np.abs(v))) if v.size else 0.0)
+                z = (v >= layer.threshold) if layer.compare == ">=" else (v > layer.threshold)
+                v = np.where(z, v - layer.threshold, v) if layer.reset == "subtract" else np.where(z, 0.0, v)
+                z_all[:, t] = z
+            vmax[layer.name] = peak
+            h = z_all
+        outs.append(h)
+    return outs, vmax
+
+
+# ------------------------------------------------------------------------------------------------
+# RequantShift from float scales
+# ------------------------------------------------------------------------------------------------
+def requant_from_scale(M: Any, acc_lo: Any, acc_hi: Any, add: Any = 0.0, out_bits: int = 8,
+                       signed: bool = True, limits: "SiracusaLimits | str | None" = None
+                       ) -> tuple[RequantShift, float]:
+    """RequantShift approximating ``y = M * acc + add`` and its largest relative multiplier error.
+
+    The shift is the largest ``s <= limits.shift_max`` for which ``mul = round(M 2^s)`` and
+    ``add_q = round(add 2^s)`` keep every intermediate inside int32 for ``acc`` in
+    ``[acc_lo, acc_hi]`` (per channel). ``M`` must be >= 0 (symmetric scales are positive).
+
+    Example:
+        >>> rq, err = requant_from_scale(0.0123, -1000, 1000)
+        >>> rq.div == 2 ** rq.shift, rq.shift, int(rq.mul), err < 1e-6
+        (True, 27, 1650878, True)
+        >>> rq, err = requant_from_scale(0.0123, -10**8, 10**8)   # a large value range forces a small shift
+        >>> rq.shift, int(rq.mul), round(err, 4)
+        (10, 13, 0.0321)
+    """
+    lim = get_limits(limits)
+    M = np.asarray(M, dtype=np.float64)
+    A = np.broadcast_to(np.asarray(add, dtype=np.float64), M.shape) if M.ndim else np.asarray(add, float)
+    lo = np.asarray(acc_lo, dtype=np.float64)
+    hi = np.asarray(acc_hi, dtype=np.float64)
+    amax = np.maximum(np.abs(lo), np.abs(hi))
+    top = float((1 << 31) - 1)
+    chosen = 0
+    for s in range(lim.shift_max, -1, -1):
+        mul = np.rint(M * 2.0 ** s)
+        addq = np.rint(A * 2.0 ** s)
+        rnd = 2.0 ** (s - 1) if s > 0 else 0.0
+        if np.all(mul <= top) and np.all(np.abs(addq) <= top) and \
+                np.all(amax * mul + np.abs(addq) + rnd <= top):
+            chosen = s
+            break
+    s = chosen
+    mul = np.rint(M * 2.0 ** s).astype(np.int64)
+    addq = np.rint(A * 2.0 ** s).astype(np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(M > 0, np.abs(mul / 2.0 ** s - M) / np.where(M > 0, M, 1.0), 0.0)
+    return (RequantShift(mul=mul, add=addq, div=1 << s, out_bits=out_bits, signed=signed),
+            float(np.max(rel)) if rel.size else 0.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# The mapper
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LayerReport:
+    """What the mapper did with one integer layer.
+
+    Attributes:
+        name: the integer layer's name; kind: its type; fused: the float layers it implements.
+        in_scale, out_scale: float value of one integer step at the input / output (out: spikes 1.0,
+            raw accumulators ``s_in * s_w``, per channel).
+        weight_scale: per-channel (or scalar) weight scales; weight_error: max |W - W_q s_w| / max|W|.
+        mul_rel_error: largest relative error of ``mul / 2^s`` against the real multiplier.
+        shift: the RequantShift / LIF shift. acc_range: accumulator value range (lo, hi) or None.
+        npu_eligible, npu_reason: N-EUREKA eligibility and the rule that decides it.
+        placement: where the constants live (L2/L3/WMEM). tile: the L1 :class:`TilePlan`.
+    """
+
+    name: str
+    kind: str
+    fused: tuple
+    in_scale: Any
+    out_scale: Any
+    weight_scale: Any = None
+    weight_error: float = 0.0
+    mul_rel_error: float = 0.0
+    shift: int = 0
+    acc_range: tuple | None = None
+    npu_eligible: bool = False
+    npu_reason: str = ""
+    placement: str = "L2"
+    tile: TilePlan | None = None
+
+
+@dataclass(frozen=True)
+class Specification:
+    """The mapper's output: the float layers, the integer :class:`SiracusaConfig` and the reports."""
+
+    layers: tuple
+    config: SiracusaConfig
+    reports: tuple
+    placement: Placement
+    plans: tuple
+    violations: tuple = field(default=())
+
+    def report_table(self) -> str:
+        """One line per integer layer: scales, shift, multiplier error, placement, tiles, NPU."""
+        lines = [f"{'layer':<12} {'kind':<9} {'shift':>5} {'mul err':>9} {'w err':>7} {'mem':<4} "
+                 f"{'tiles':>5}  NPU"]
+        for r in self.reports:
+            tiles = r.tile.n_tiles if r.tile is not None and r.tile.fits else "-"
+            lines.append(f"{r.name:<12} {r.kind:<9} {r.shift:>5} {r.mul_rel_error:>9.2e} "
+                         f"{r.weight_error:>7.4f} {r.placement:<4} {tiles!s:>5}  "
+                         f"{'yes' if r.npu_eligible else 'no'}: {r.npu_reason}")
+        return "\n".join(lines)
+
+
+def _quant_weights(W: np.ndarray, granularity: str, qmax: int) -> tuple[np.ndarray, np.ndarray, float]:
+    w2 = W.reshape(-1, W.shape[-1])
+    if granularity == "tensor":
+        s = np.full(W.shape[-1], max(float(np.max(np.abs(w2))), 1e-30) / qmax)
+    else:
+        s = np.maximum(np.max(np.abs(w2), axis=0), 1e-30) / qmax
+    Wq = np.clip(np.rint(W / s), -qmax, qmax).astype(np.int64)   # symmetric: -128 unused
+    err = float(np.max(np.abs(W - Wq * s)) / max(float(np.max(np.abs(W))), 1e-30)) if W.size else 0.0
+    return Wq, s, err
+
+
+def mapper(layers: Any, limits: "SiracusaLimits | str | None" = None, *, calibration: Any,
+           input_scale: float | None = None, input_signed: bool | None = None,
+           granularity: str = "channel", rows: int = 1, buffering: int = 2, l1_budget: int | None = None,
+           npu: str = "off", use_weight_memory: bool = False, drop_synapse: bool = False,
+           check: bool = True) -> Specification:
+    """Quantize, place and tile ``layers`` for Siracusa, and check every rule (see the module docstring).
+
+    Args:
+        layers: float layer descriptions, a graph, or a pondlib.nn network (:func:`layers_from_graph`).
+        limits: a :class:`SiracusaLimits` or its short name.
+        calibration: float input (B, N_in) or (B, T, N_in) that sets every activation scale.
+        input_scale, input_signed: override the input quantization.
+        granularity: ``"channel"`` (per-channel weight scales and multipliers) or ``"tensor"``.
+        rows: input rows per inference (GEMM M). buffering: 1 or 2 (L1). l1_budget: bytes (None: limits).
+        npu: ``"off"`` (cluster only; eligibility still reported), ``"auto"`` (eligible layers on the
+            NPU) or ``"all"`` (every GEMM/conv on the NPU; ineligible ones are violations).
+        use_weight_memory: NPU layers' weights in the weight memory.
+        drop_synapse: see :func:`layers_from_graph`.
+        check: raise one ConstraintError with every violation (else return them in the spec).
+    """
+    lim = get_limits(limits)
+    if not isinstance(layers, (list, tuple)):
+        layers = layers_from_graph(layers, drop_synapse=drop_synapse)
+    layers = list(layers)
+    if granularity not in ("channel", "tensor"):
+        raise QuantizationError("granularity", value=granularity, limit="'channel' or 'tensor'",
+                                fix="choose per-channel or per-tensor scales")
+    if npu not in ("off", "auto", "all"):
+        raise QuantizationError("npu mode", value=npu, limit="'off', 'auto' or 'all'", fix="choose one")
+    x = np.asarray(calibration, dtype=np.float64)
+    if x.ndim not in (2, 3) or x.size == 0 or not np.all(np.isfinite(x)):
+        raise QuantizationError("calibration data", value=f"shape {x.shape}",
+                                limit="finite floats of shape (B, N_in) or (B, T, N_in)",
+                                fix="pass representative float input")
+
+    # 1. Shapes and types (quantization cannot proceed past a broken chain).
+    found: list[Violation] = []
+    n = x.shape[-1]
+    for layer in layers:
+        if isinstance(layer, ReLU):
+            continue
+        if not isinstance(layer, (GemmLayer, Conv2dLayer, IntLIFLayer)):
+            found.append(Violation("unsupported_layer", getattr(layer, "name", "?"), type(layer).__name__,
+                                   MAPPER_RULES["unsupported_layer"], "describe the layer with a supported type"))
+            continue
+        if layer.n_in != n:
+            found.append(Violation("layer_shape", layer.name, f"{layer.n_in} inputs", f"{n}",
+                                   "make consecutive layer sizes agree"))
+        for key in ("weight", "bias", "alpha", "threshold"):
+            arr = getattr(layer, key, None)
+            if arr is not None and not np.all(np.isfinite(arr)):
+                found.append(Violation("invalid_parameter", layer.name, f"{key} has NaN/inf", "finite",
+                                       f"replace the non-finite values of {key}"))
+        if isinstance(layer, IntLIFLayer) and (layer.reset not in RESET_MODES or
+                                               layer.compare not in COMPARISONS):
+            found.append(Violation("invalid_parameter", layer.name, f"reset={layer.reset!r}, "
+                                   f"compare={layer.compare!r}", f"{RESET_MODES} / {COMPARISONS}",
+                                   "use a documented mode"))
+        n = layer.n_out
+    if found:
+        raise ConstraintError(found, device=lim.name)
+
+    # 2. Quantize layer by layer.
+    fouts, vmax = float_forward(layers, x)
+    qmax = (1 << (lim.act_bits - 1)) - 1
+    wmax = lim.weight_range[1]
+    if input_signed is None:
+        input_signed = bool(np.min(x) < 0)
+    in_bits = lim.act_bits
+    if input_scale is None:
+        top = float(np.max(np.abs(x))) if input_signed else float(np.max(x))
+        input_scale = max(top, 1e-30) / (qmax if input_signed else (1 << in_bits) - 1)
+    s_cur: Any = float(input_scale)
+    lo_cur, hi_cur = int_range(in_bits, input_signed)
+    qlayers: list = []
+    infos: list[dict] = []
+    pending: dict | None = None   # a GEMM whose raw accumulator feeds the next LIF
+    i = 0
+    while i < len(layers):
+        layer = layers[i]
+        nxt = layers[i + 1] if i + 1 < len(layers) else None
+        if isinstance(layer, (GemmLayer, Conv2dLayer)):
+            Wq, s_w, w_err = _quant_weights(layer.weight, granularity, wmax)
+            # Exact accumulator bounds over the input box [lo_cur, hi_cur]^K (the value range).
+            w2 = Wq.reshape(-1, Wq.shape[-1])
+            a, b = w2 * lo_cur, w2 * hi_cur
+            acc_lo, acc_hi = np.minimum(a, b).sum(0), np.maximum(a, b).sum(0)
+            s_acc = s_cur * s_w
+            bias = layer.bias if layer.bias is not None else np.zeros(Wq.shape[-1])
+            if isinstance(nxt, IntLIFLayer):
+                q = QGemm(layer.name, Wq) if isinstance(layer, GemmLayer) else layer._q(Wq)
+                qlayers.append(q)
+                infos.append(dict(name=layer.name, fused=(layer.name,), in_scale=s_cur, out_scale=s_acc,
+                                  weight_scale=s_w, weight_error=w_err, acc_range=(int(acc_lo.min()),
+                                                                                    int(acc_hi.max()))))
+                pending = dict(s_acc=s_acc, bias=bias, lo=int(acc_lo.min()), hi=int(acc_hi.max()))
+                s_cur, lo_cur, hi_cur = s_acc, int(acc_lo.min()), int(acc_hi.max())
+                i += 1
+                continue
+            fuse = isinstance(nxt, ReLU)
+            y = fouts[i + 1] if fuse else fouts[i]
+            signed = not fuse
+            top = float(np.max(np.abs(y))) if signed else float(np.max(y))
+            s_out = max(top, 1e-30) / (qmax if signed else (1 << lim.act_bits) - 1)
+            M = s_acc / s_out
+            if granularity == "tensor":
+                M = np.float64(M[0])
+            rq, err = requant_from_scale(M, acc_lo, acc_hi, bias / s_out, lim.act_bits, signed, lim)
+            under = np.atleast_1d(rq.mul) == 0
+            if np.any(under & (np.atleast_1d(M) > 0)):
+                found.append(Violation("multiplier_underflow", layer.name,
+                                       f"real multiplier {float(np.min(M)):.3g}",
+                                       f">= 2^-{lim.shift_max} (mul >= 1 at shift {lim.shift_max})",
+                                       "rescale the layer (its outputs are negligible against its inputs)"))
+            if isinstance(layer, GemmLayer):
+                q = QGemm(layer.name, Wq, None, rq)
+            else:
+                q = QConv2d(layer.name, Wq, layer.in_shape, None, rq, layer.stride, layer.padding, layer.groups)
+            qlayers.append(q)
+            infos.append(dict(name=layer.name, fused=(layer.name,) + ((nxt.name,) if fuse else ()),
+                              in_scale=s_cur, out_scale=s_out, weight_scale=s_w, weight_error=w_err,
+                              mul_rel_error=err, shift=rq.shift,
+                              acc_range=(int(acc_lo.min()), int(acc_hi.max()))))
+            s_cur = s_out
+            lo_cur, hi_cur = rq.out_range
+            i += 2 if fuse else 1
+        elif isinstance(layer, ReLU):
+            # A stand-alone ReLU: an unsigned RequantShift with mul 1, add 0, div 1 (scale unchanged).
+            rq = RequantShift(mul=1, add=0, div=1, out_bits=lim.act_bits, signed=False)
+            n_prev = qlayers[-1].n_out if qlayers else x.shape[-1]
+            qlayers.append(QRequant(layer.name, n_prev, rq))
+            infos.append(dict(name=layer.name, fused=(layer.name,), in_scale=s_cur, out_scale=s_cur))
+            lo_cur, hi_cur = 0, min(hi_cur, rq.out_range[1])
+            i += 1
+        else:   # IntLIFLayer
+            q, info = _quantize_lif(layer, pending, s_cur, lo_cur, hi_cur, vmax.get(layer.name, 0.0), lim)
+            qlayers.append(q)
+            infos.append(info)
+            pending = None
+            s_cur, lo_cur, hi_cur = 1.0, 0, 1
+            i += 1
+
+    out_scale = float(np.max(s_cur)) if np.ndim(s_cur) else float(s_cur)
+    cfg = SiracusaConfig(layers=tuple(qlayers), n_input=int(x.shape[-1]), input_bits=in_bits,
+                         input_signed=bool(input_signed), input_scale=float(input_scale),
+                         output_scale=out_scale, rows=int(rows), buffering=int(buffering), l1_budget=l1_budget,
+                         use_weight_memory=bool(use_weight_memory), limits_name=_limits_key(lim))
+    elig = {q.name: npu_eligibility(q, lim) for q in qlayers}
+    if npu == "auto":
+        cfg = cfg.replace(npu_layers=tuple(q.name for q in qlayers if elig[q.name][0]))
+    elif npu == "all":
+        cfg = cfg.replace(npu_layers=tuple(q.name for q in qlayers if isinstance(q, (QGemm, QConv2d))))
+    plans = plan_tiles(cfg, lim)
+    placement = place_memory(cfg, lim)
+    found.extend(check_constraints(cfg, lim, plans=plans, placement=placement))
+    reports = tuple(
+        LayerReport(kind=type(q).__name__, npu_eligible=elig[q.name][0], npu_reason=elig[q.name][1],
+                    placement=placement.weights[q.name], tile=plan, **info)
+        for q, plan, info in zip(qlayers, plans, infos))
+    spec = Specification(tuple(layers), cfg, reports, placement, tuple(plans), tuple(found))
+    if check and found:
+        raise ConstraintError(found, device=lim.name)
+    return spec
+
+
+def _limits_key(lim: SiracusaLimits) -> str:
+    from pondlib.devices.siracusa.limits import LIMITS
+    for key, value in LIMITS.items():
+        if value == lim:
+            return key
+    return "siracusa"
+
+
+def _quantize_lif(layer: IntLIFLayer, pending: dict | None, s_in: Any, lo: int, hi: int, vpeak: float,
+                  lim: SiracusaLimits) -> tuple[QLIF, dict]:
+    """Integer LIF parameters (see the module docstring) with the largest overflow-free shift."""
+    n = layer.n
+    if pending is not None:
+        # HWC layout after a convolution: value i belongs to channel i % O (per-channel scales repeat)
+        reps = n // max(np.size(pending["s_acc"]), 1)
+        s_I = np.tile(np.atleast_1d(pending["s_acc"]), reps)[:n]
+        b_prev = np.tile(np.atleast_1d(pending["bias"]), reps)[:n]
+    else:
+        s_I, b_prev = np.broadcast_to(np.asarray(s_in, dtype=float), (n,)), np.zeros(n)
+    s_lo, s_hi = int_range(layer.state_bits, True)
+    vmax = max(vpeak, float(np.max(np.abs(layer.threshold))), 1e-30)
+    s_v = vmax / s_hi
+    beta_f = layer.alpha
+    in_f = layer.gain * s_I / s_v
+    add_f = (layer.bias + layer.gain * b_prev) / s_v
+    imax = max(abs(lo), abs(hi))
+    top = (1 << 31) - 1
+    shift = 0
+    for s in range(min(lim.shift_max, 30), -1, -1):
+        bm, im, am = (np.rint(beta_f * 2.0 ** s), np.rint(in_f * 2.0 ** s), np.rint(add_f * 2.0 ** s))
+        rnd = 2.0 ** (s - 1) if s > 0 else 0.0
+        if np.all(abs(s_lo) * np.abs(bm) + imax * np.abs(im) + np.abs(am) + rnd <= top):
+            shift = s
+            break
+    bm = np.rint(beta_f * 2.0 ** shift).astype(np.int64)
+    im = np.rint(in_f * 2.0 ** shift).astype(np.int64)
+    am = np.rint(add_f * 2.0 ** shift).astype(np.int64)
+    thr = np.clip(np.rint(layer.threshold / s_v), 1, s_hi).astype(np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        errs = [np.where(f > 0, np.abs(q / 2.0 ** shift - f) / np.where(f > 0, f, 1), 0)
+                for f, q in ((beta_f, bm), (in_f, im))]
+    q = QLIF(layer.name, bm, im, am, shift, thr, layer.state_bits, layer.reset, layer.compare)
+    info = dict(name=layer.name, fused=(layer.name,), in_scale=s_I, out_scale=1.0, shift=shift,
+                mul_rel_error=float(max(np.max(e) for e in errs)), acc_range=(lo, hi))
+    return q, info

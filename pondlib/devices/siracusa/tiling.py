@@ -1,0 +1,337 @@
+r"""L1 tiling plans, memory placement (L2 / L3 / weight memory) and NPU eligibility, per layer.
+
+**GEMM tiles** (``M`` rows, ``K`` inputs, ``O`` outputs; a tile is ``m`` rows x ``o`` outputs). ``K`` is
+never tiled (the kernels need whole dot products). One tile occupies, in bytes,
+
+.. math::
+
+    B(m, o) = \underbrace{m K}_{\text{input}} + \underbrace{K o}_{\text{weights}}
+            + \underbrace{8 o}_{\text{mul, add (int32)}} + \underbrace{m\,o\,b_{out}}_{\text{output}}
+
+with ``b_out = 1`` for int8 outputs (4 when a raw int32 accumulator feeds an integer LIF), doubled with
+double buffering. The tiler takes the tile with the fewest tiles ``ceil(M/m) ceil(O/o)`` whose
+footprint fits the budget (ties: the larger ``o``); ``o`` is a multiple of 16 when ``O >= 16`` (the
+output-chunk rule), else ``O``. **Convolution tiles** are ``h`` output rows x ``o`` output channels,
+full width, all input channels (the convolution's K), input rows ``(h-1) stride + kh`` (channels of
+the tile only, for depthwise). **Element-wise layers** (RequantShift, LIF) tile ``n`` values of
+``bytes_per_value`` each (LIF: int32 input, state in and out, spike out, per-neuron parameters).
+
+**Placement.** Activations always live in L2 (peak live bytes = input + output of the largest layer
+boundary, plus every LIF state, which persists across time steps). Weights (with biases and
+RequantShift parameters) go to L2 while ``weights + peak activations <= L2``; otherwise the largest
+move to L3 until the rest fits. NPU layers' weights go to the weight memory when it is enabled and
+they fit.
+
+**NPU eligibility** (N-EUREKA): convolutions 1x1, 3x3 or 3x3 depthwise, stride 1, non-negative
+``mul``, shift <= 31, weights <= 4 MiB. A GEMM runs as a 1x1 (pointwise) convolution. Element-wise
+layers and LIFs are not eligible (the NPU runs convolutions only).
+
+Example:
+    >>> import numpy as np
+    >>> from pondlib.devices.siracusa.config import QGemm, RequantShift, SiracusaConfig
+    >>> g = QGemm("fc", weight=np.zeros((512, 256), dtype=int), requant=RequantShift(mul=1))
+    >>> plan = plan_layer(g, rows=64, budget=64_000, buffering=1)
+    >>> plan.tile, plan.n_tiles, plan.tile_bytes <= 64_000
+    ({'m': 64, 'o': 48}, 6, True)
+    >>> plan_layer(g, rows=64, budget=64_000, buffering=2).tile_bytes * 2 <= 64_000
+    True
+    >>> big = QGemm("wide", weight=np.zeros((70_000, 16), dtype=int), requant=RequantShift(mul=1))
+    >>> p = plan_layer(big, rows=1, budget=64_000, buffering=1)
+    >>> p.fits, p.reason.split(";")[0]
+    (False, 'K = 70000 is never tiled')
+    >>> npu_eligibility(g)
+    (True, 'GEMM as a 1x1 (pointwise) convolution')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pondlib.devices.siracusa.config import QConv2d, QGemm, QLIF, QRequant, SiracusaConfig
+from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
+from pondlib.errors import Violation
+
+__all__ = ["TilePlan", "plan_layer", "plan_tiles", "Placement", "place_memory", "npu_eligibility",
+           "weight_bytes", "activation_bytes"]
+
+_PARAM_BYTES = 8      # int32 mul + int32 add per output channel in L1
+_ACC_BYTES = 4        # int32 accumulator / LIF input
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    """The L1 tiling of one layer.
+
+    Attributes:
+        layer: layer name. kind: ``"gemm"``, ``"conv"`` or ``"eltwise"``.
+        tile: tile sizes (``m``/``o`` for GEMM, ``h``/``o`` for conv, ``n`` for element-wise).
+        n_tiles: tiles per inference.
+        tile_bytes: bytes of one tile's buffers (input, weights, parameters, output).
+        footprint: ``tile_bytes * buffering`` (B of L1 used).
+        buffering: 1 (single) or 2 (double).
+        budget: the L1 tile budget (B).
+        fits: whether any tile fits. reason: why not (or how it was chosen).
+        min_bytes: footprint of the smallest possible tile (what would have to fit).
+        in_bytes, out_bytes, weight_bytes: bytes moved per tile (lists, one entry per tile).
+    """
+
+    layer: str
+    kind: str
+    tile: dict
+    n_tiles: int
+    tile_bytes: int
+    footprint: int
+    buffering: int
+    budget: int
+    fits: bool
+    reason: str
+    min_bytes: int
+    in_bytes: tuple = field(default=())
+    out_bytes: tuple = field(default=())
+    weight_bytes: tuple = field(default=())
+
+
+def _out_bytes(layer: Any) -> int:
+    return 1 if getattr(layer, "requant", None) is not None else _ACC_BYTES
+
+
+def _o_candidates(o_total: int, quantum: int) -> list[int]:
+    if o_total >= quantum:
+        return sorted({min(o, o_total) for o in range(quantum, o_total + quantum, quantum)}, reverse=True)
+    return [o_total]
+
+
+def _split(total: int, size: int) -> list[int]:
+    return [min(size, total - i) for i in range(0, total, size)]
+
+
+def plan_layer(layer: Any, rows: int = 1, budget: int = 64_000, buffering: int = 2,
+               limits: "SiracusaLimits | str | None" = None) -> TilePlan:
+    """The L1 tile plan of one layer (see the module docstring for the footprint formulas)."""
+    lim = get_limits(limits)
+    buf = 2 if buffering == 2 else 1
+    cap = budget // buf
+    name = layer.name
+    if isinstance(layer, QGemm):
+        K, O, M = layer.n_in, layer.n_out, max(int(rows), 1)
+        ob = _out_bytes(layer)
+        best = None
+        for o in _o_candidates(O, lim.gemm_chunk_quantum):
+            room = cap - K * o - _PARAM_BYTES * o
+            m = min(M, room // (K + o * ob)) if room > 0 else 0
+            if m >= 1:
+                n = math.ceil(M / m) * math.ceil(O / o)
+                if best is None or n < best[0]:
+                    best = (n, m, o)
+        o_min = _o_candidates(O, lim.gemm_chunk_quantum)[-1]
+        min_bytes = (K + K * o_min + _PARAM_BYTES * o_min + o_min * ob) * buf
+        if best is None:
+            return TilePlan(name, "gemm", {"m": 0, "o": 0}, 0, 0, 0, buf, budget, False,
+                            f"K = {K} is never tiled; the smallest tile (m = 1, o = {o_min}) needs "
+                            f"{min_bytes} B > {budget} B: reduce K, split the layer or raise the L1 "
+                            f"budget", min_bytes)
+        n, m, o = best
+        tb = m * K + K * o + _PARAM_BYTES * o + m * o * ob
+        ins, outs, ws = [], [], []
+        for mm in _split(M, m):
+            for oo in _split(O, o):
+                ins.append(mm * K)
+                ws.append(K * oo + _PARAM_BYTES * oo)
+                outs.append(mm * oo * ob)
+        return TilePlan(name, "gemm", {"m": m, "o": o}, n, tb, tb * buf, buf, budget, True,
+                        "whole layer in one tile" if n == 1 else f"{n} tiles of {m} x {o}",
+                        min_bytes, tuple(ins), tuple(outs), tuple(ws))
+    if isinstance(layer, QConv2d):
+        H, W, C = layer.in_shape
+        Ho, Wo, O = layer.out_shape
+        kh, kw, cg, _ = layer.weight.shape
+        ob = _out_bytes(layer)
+        Wp = W + 2 * layer.padding
+        dw = layer.depthwise
+
+        def need(h: int, o: int) -> tuple[int, int, int]:
+            rows_in = min((h - 1) * layer.stride + kh, H + 2 * layer.padding)
+            c_in = o if dw else C
+            return rows_in * Wp * c_in, kh * kw * cg * o + _PARAM_BYTES * o, h * Wo * o * ob
+
+        best = None
+        for o in _o_candidates(O, lim.gemm_chunk_quantum):
+            for h in range(Ho, 0, -1):
+                i, w, out = need(h, o)
+                if i + w + out <= cap:
+                    n = math.ceil(Ho / h) * math.ceil(O / o)
+                    if best is None or n < best[0]:
+                        best = (n, h, o)
+                    break
+        o_min = _o_candidates(O, lim.gemm_chunk_quantum)[-1]
+        min_bytes = sum(need(1, o_min)) * buf
+        if best is None:
+            return TilePlan(name, "conv", {"h": 0, "o": 0}, 0, 0, 0, buf, budget, False,
+                            f"input channels (K = {kh * kw * cg}) are never tiled; the smallest tile "
+                            f"(1 output row, o = {o_min}) needs {min_bytes} B > {budget} B: reduce the "
+                            f"width or channels, or raise the L1 budget", min_bytes)
+        n, h, o = best
+        tb = sum(need(h, o))
+        ins, outs, ws = [], [], []
+        for hh in _split(Ho, h):
+            for oo in _split(O, o):
+                i, w, out = need(hh, oo)
+                ins.append(i)
+                ws.append(w)
+                outs.append(out)
+        return TilePlan(name, "conv", {"h": h, "o": o}, n, tb, tb * buf, buf, budget, True,
+                        "whole layer in one tile" if n == 1 else f"{n} tiles of {h} rows x {o} channels",
+                        min_bytes, tuple(ins), tuple(outs), tuple(ws))
+    # Element-wise: bytes per value moved in, out, and per-channel parameters kept next to it.
+    N = layer.n_out * max(int(rows), 1)
+    if isinstance(layer, QLIF):
+        sb = (layer.state_bits + 7) // 8
+        b_in, b_out, b_par = _ACC_BYTES + sb, sb + 1, 3 * _ACC_BYTES + sb
+    else:
+        b_in, b_out, b_par = 1, 1, (_PARAM_BYTES if layer.requant.per_channel else 0)
+    per = b_in + b_out + b_par
+    n = min(N, cap // per)
+    min_bytes = per * buf
+    if n < 1:
+        return TilePlan(name, "eltwise", {"n": 0}, 0, 0, 0, buf, budget, False,
+                        f"one value needs {min_bytes} B > {budget} B", min_bytes)
+    sizes = _split(N, n)
+    return TilePlan(name, "eltwise", {"n": n}, len(sizes), n * per, n * per * buf, buf, budget, True,
+                    "whole layer in one tile" if len(sizes) == 1 else f"{len(sizes)} tiles of {n} values",
+                    min_bytes, tuple(s * b_in for s in sizes), tuple(s * b_out for s in sizes),
+                    tuple(s * b_par for s in sizes))
+
+
+def plan_tiles(config: SiracusaConfig, limits: "SiracusaLimits | str | None" = None) -> list[TilePlan]:
+    """One :class:`TilePlan` per layer of ``config`` (its rows, buffering and L1 budget)."""
+    lim = get_limits(limits if limits is not None else config.limits_name)
+    budget = config.l1_budget if config.l1_budget is not None else lim.l1_tile_budget
+    return [plan_layer(layer, config.rows, budget, config.buffering, lim) for layer in config.layers]
+
+
+def npu_eligibility(layer: Any, limits: "SiracusaLimits | str | None" = None) -> tuple[bool, str]:
+    """``(eligible, reason)``: whether N-EUREKA can run ``layer``, and the rule that excludes it.
+
+    Example:
+        >>> import numpy as np
+        >>> from pondlib.devices.siracusa.config import QConv2d, RequantShift
+        >>> c = QConv2d("c", weight=np.zeros((5, 5, 3, 8), dtype=int), in_shape=(8, 8, 3),
+        ...             requant=RequantShift(mul=1))
+        >>> npu_eligibility(c)
+        (False, 'kernel 5x5 (groups 1): the NPU runs 1x1, 3x3 and 3x3 depthwise only')
+    """
+    lim = get_limits(limits)
+    if isinstance(layer, QGemm):
+        shape, stride, what = (1, 1, False), 1, "GEMM as a 1x1 (pointwise) convolution"
+    elif isinstance(layer, QConv2d):
+        kh, kw = layer.weight.shape[:2]
+        shape, stride = (int(kh), int(kw), layer.depthwise), layer.stride
+        what = f"{kh}x{kw}{' depthwise' if layer.depthwise else ''} convolution"
+        if layer.groups > 1 and not layer.depthwise:
+            return False, f"grouped convolution (groups {layer.groups}): the NPU runs dense or depthwise only"
+    else:
+        return False, f"{type(layer).__name__}: the NPU runs convolutions only"
+    if shape not in lim.npu_kernels:
+        return False, (f"kernel {shape[0]}x{shape[1]} (groups {getattr(layer, 'groups', 1)}): the NPU runs "
+                       "1x1, 3x3 and 3x3 depthwise only")
+    if stride != lim.npu_stride:
+        return False, f"stride {stride}: the NPU supports stride {lim.npu_stride} only"
+    rq = layer.requant
+    if rq is None:
+        return False, "raw int32 accumulator output: the NPU always requantizes"
+    if rq.mul.size and int(rq.mul.min()) < 0:
+        return False, f"mul {int(rq.mul.min())} < 0: the NPU scale is unsigned"
+    if rq.shift > lim.npu_shift_max:
+        return False, f"shift {rq.shift} > {lim.npu_shift_max}: the NPU shift field has 5 bits"
+    wb = int(layer.weight.size)
+    if wb > lim.npu_weight_bytes:
+        return False, f"weights {wb} B > {lim.npu_weight_bytes} B of weight memory"
+    return True, what
+
+
+def weight_bytes(layer: Any) -> int:
+    """Bytes of constants of one layer: int8 weights, int32 biases, int32 mul and add per channel."""
+    if isinstance(layer, (QGemm, QConv2d)):
+        o = int(layer.weight.shape[-1])
+        n = int(layer.weight.size) + (4 * o if layer.bias is not None else 0)
+        return n + (_PARAM_BYTES * o if layer.requant is not None else 0)
+    if isinstance(layer, QRequant):
+        return int(layer.requant.mul.size + layer.requant.add.size) * 4
+    if isinstance(layer, QLIF):
+        return layer.n * (3 * 4 + (layer.state_bits + 7) // 8)
+    return 0
+
+
+def activation_bytes(layer: Any, rows: int = 1) -> tuple[int, int]:
+    """(input, output) bytes of one layer's activations in L2 (raw accumulators are int32)."""
+    in_b = layer.n_in * (_ACC_BYTES if isinstance(layer, QLIF) else 1)
+    out_b = layer.n_out * (_out_bytes(layer) if isinstance(layer, (QGemm, QConv2d)) else 1)
+    return in_b * rows, out_b * rows
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where each layer's constants live and how much L2 is used.
+
+    Attributes:
+        weights: layer name -> ``"L2"``, ``"L3"`` or ``"WMEM"`` (NPU weight memory).
+        weight_bytes: layer name -> bytes of constants.
+        peak_activation_bytes: largest live activations (input + output of one layer) plus LIF states.
+        l2_used: bytes of L2 used (weights kept in L2 + peak activations).
+        violations: ``l2_fit`` / ``l3_fit`` violations (empty when everything fits).
+    """
+
+    weights: dict
+    weight_bytes: dict
+    peak_activation_bytes: int
+    l2_used: int
+    violations: tuple = ()
+
+
+def place_memory(config: SiracusaConfig, limits: "SiracusaLimits | str | None" = None) -> Placement:
+    """Place every layer's constants (L2 first, then L3 for the largest; weight memory for NPU layers).
+
+    Example:
+        >>> import numpy as np
+        >>> from pondlib.devices.siracusa.config import QGemm, RequantShift, SiracusaConfig
+        >>> small = QGemm("a", weight=np.zeros((64, 64), dtype=int), requant=RequantShift(mul=1))
+        >>> huge = QGemm("b", weight=np.zeros((64, 40_000), dtype=int), requant=RequantShift(mul=1))
+        >>> p = place_memory(SiracusaConfig(layers=(small, huge), n_input=64))
+        >>> p.weights
+        {'a': 'L2', 'b': 'L3'}
+    """
+    lim = get_limits(limits if limits is not None else config.limits_name)
+    rows = max(int(config.rows), 1)
+    wb = {layer.name: weight_bytes(layer) for layer in config.layers}
+    lif_state = sum(layer.n * rows * ((layer.state_bits + 7) // 8)
+                    for layer in config.layers if isinstance(layer, QLIF))
+    peak = max((sum(activation_bytes(layer, rows)) for layer in config.layers), default=0) + lif_state
+    where: dict[str, str] = {}
+    wmem_used = 0
+    if config.use_weight_memory:
+        for layer in config.layers:
+            if layer.name in config.npu_layers and wmem_used + wb[layer.name] <= lim.weight_memory_bytes:
+                where[layer.name] = "WMEM"
+                wmem_used += wb[layer.name]
+    rest = [layer.name for layer in config.layers if layer.name not in where]
+    in_l2 = sum(wb[n] for n in rest)
+    for n in sorted(rest, key=lambda k: -wb[k]):     # move the largest constants off-chip first
+        if in_l2 + peak <= lim.l2_bytes:
+            break
+        where[n] = "L3"
+        in_l2 -= wb[n]
+    for n in rest:
+        where.setdefault(n, "L2")
+    violations: list[Violation] = []
+    if peak > lim.l2_bytes:
+        violations.append(Violation("l2_fit", "<graph>", f"{peak} B of live activations",
+                                    f"{lim.l2_bytes} B of L2",
+                                    "use fewer rows per inference or smaller layers"))
+    l3 = sum(wb[n] for n, w in where.items() if w == "L3")
+    if l3 > lim.l3_bytes:
+        violations.append(Violation("l3_fit", "<graph>", f"{l3} B of weights in L3", f"{lim.l3_bytes} B",
+                                    "prune or shrink the network"))
+    ordered = {layer.name: where[layer.name] for layer in config.layers}
+    return Placement(ordered, wb, int(peak), int(in_l2 + peak), tuple(violations))

@@ -1,0 +1,89 @@
+"""SpiNNaker2: SNN mapping onto ARM PEs (float32 LIF, 16-bit synapse words) and DNN inference on the
+MLA (int8, power-of-two requantization), each with a bit-precise simulator; and a DNN timing model.
+
+The SNN pipeline::
+
+    spec = mapper(net.as_graph(), limits=SPINNAKER2_CHIP)      # quantize, place, every rule checked
+    config, ok, message = config_from_specification(spec)     # synapse words, rows, routing entries
+    output, state, record = SpiNNaker2Sim.from_config(config).evolve(spikes, record=True)
+
+The DNN pipeline::
+
+    cfg = dnn_mapper(MLP.from_arrays(weights, biases), calibration=x_train)   # int8, workers
+    y, _, record = DNNSim.from_config(cfg).evolve(cfg.quantize_input(x))
+    print(estimate(cfg, softmax=True).table())                               # per-layer timing
+
+Files: ``limits`` (chip and board as data), ``mapper`` (SNN mapper and its specification),
+``config`` (synapse words, SNN configuration), ``sim`` (both simulators), ``dnn`` (DNN path),
+``timing`` (DNN timing model calibrated on the paper).
+"""
+
+from pondlib.devices.spinnaker2.config import (
+    DELAY_WORD,
+    NEURON_MODELS,
+    NO_DELAY_WORD,
+    LIFOptions,
+    NeuronModel,
+    PEConfig,
+    PopulationConfig,
+    RoutingEntry,
+    SpiNNaker2Config,
+    SynapseFormat,
+    config_from_specification,
+    decode_words,
+    encode_words,
+    validate_config,
+)
+from pondlib.devices.spinnaker2.dnn import (
+    DNN_RULES,
+    MLP,
+    DenseLayer,
+    DNNConfig,
+    DNNLayerConfig,
+    default_workers,
+    dnn_mapper,
+    train_mlp,
+)
+from pondlib.devices.spinnaker2.limits import (
+    LIMITS,
+    SPINNAKER2_BOARD,
+    SPINNAKER2_CHIP,
+    SPINNAKER2_CHIP_HIGH,
+    SpiNNaker2Limits,
+    get_limits,
+)
+from pondlib.devices.spinnaker2.mapper import (
+    RULES,
+    SUPPORTED_MODULES,
+    DeadlineWarning,
+    MappingReport,
+    PopulationSpec,
+    ProjectionSpec,
+    Slice,
+    Specification,
+    mapper,
+)
+from pondlib.devices.spinnaker2.sim import DNNSim, LIFParams, LIFState, SpiNNaker2Sim, f32_fma, lif_step, mla_layer
+from pondlib.devices.spinnaker2.timing import (
+    PAPER_ANCHORS,
+    PAPER_MODEL,
+    LayerTiming,
+    PaperAnchors,
+    TimingModel,
+    TimingReport,
+    calibrate,
+    estimate,
+)
+
+__all__ = [
+    "SpiNNaker2Limits", "SPINNAKER2_CHIP", "SPINNAKER2_CHIP_HIGH", "SPINNAKER2_BOARD", "LIMITS", "get_limits",
+    "mapper", "RULES", "SUPPORTED_MODULES", "Specification", "PopulationSpec", "ProjectionSpec", "Slice",
+    "MappingReport", "DeadlineWarning",
+    "SpiNNaker2Config", "PopulationConfig", "PEConfig", "RoutingEntry", "LIFOptions", "NeuronModel",
+    "NEURON_MODELS", "SynapseFormat", "DELAY_WORD", "NO_DELAY_WORD", "encode_words", "decode_words",
+    "config_from_specification", "validate_config",
+    "SpiNNaker2Sim", "DNNSim", "LIFParams", "LIFState", "lif_step", "f32_fma", "mla_layer",
+    "MLP", "DenseLayer", "DNNConfig", "DNNLayerConfig", "dnn_mapper", "train_mlp", "default_workers", "DNN_RULES",
+    "TimingModel", "PaperAnchors", "PAPER_ANCHORS", "PAPER_MODEL", "LayerTiming", "TimingReport", "calibrate",
+    "estimate",
+]

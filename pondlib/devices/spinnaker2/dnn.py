@@ -1,0 +1,415 @@
+r"""The DNN path (OctopuScheduler style): float MLP -> int8 power-of-two layers split over worker PEs.
+
+Input: an :class:`MLP`, a tuple of :class:`DenseLayer` (``y = x W + b``, then ReLU when ``relu``),
+built from arrays, from a graph of :class:`~pondlib.graph.LinearWeights` (:meth:`MLP.from_graph`) or
+trained here with :func:`train_mlp` (numpy, Adam, softmax cross-entropy).
+
+Quantization (:func:`dnn_mapper`, INT8 with power-of-two scales). With calibration inputs ``X``:
+
+.. math::
+
+    f_x = \lfloor \log_2 (127 / \max|X|) \rfloor, \quad x_q = \mathrm{sat}_8(\mathrm{round}(x\,2^{f_x})) \\
+    f_w = \lfloor \log_2 (127 / \max|W|) \rfloor, \quad W_q = \mathrm{round}(W\,2^{f_w}) \\
+    f_y = \min(\lfloor \log_2 (127 / \max|Y|) \rfloor,\ f_x + f_w), \quad
+    \mathrm{shift} = f_x + f_w - f_y \ge 0 \\
+    b_q = \mathrm{round}(b\,2^{f_x + f_w}) + 2^{\mathrm{shift} - 1}
+
+``Y`` is the float layer output on the calibration set; ``f_y`` becomes the next layer's ``f_x``.
+The hardware requantizes with an arithmetic right shift (floor); the ``2^(shift-1)`` folded into the
+bias turns that floor into round-half-up (``round_shift=False`` keeps the plain floor). ``round`` is
+half to even. The value of an int8 ``q`` at fraction ``f`` is ``q 2^-f``.
+
+Accumulator check: for output ``n`` with inputs bounded by ``x_max`` (``max|x_q|`` of the first layer's
+quantized range, 127 after a layer), the value range is bounded by
+
+.. math::
+
+    |acc_n| \le x_{max} \textstyle\sum_k |W_{q,kn}| + |b_{q,n}| < 2^{acc\_bits - 1}
+
+which is what is checked (the worst case ``K \cdot 128 \cdot \max|W_q|`` of a 784-input layer exceeds
+24 bits although real sums never do; both are reported). A layer failing it is a violation unless
+``overflow="wrap"`` is asked (then the simulator wraps like the register).
+
+Splitting: layer ``K -> N`` is cut into column tiles, one per worker PE, each holding its weights
+``K c`` B, bias ``4 c`` B, input ``K`` B and output ``c`` B within ``limits.dnn_worker_bytes``:
+``c_max = floor((budget - K) / (K + 5))``, ``workers = ceil(N / c_max)``, columns spread evenly.
+
+Example:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> mlp = MLP.from_arrays([rng.normal(size=(784, 512)) * 0.05, rng.normal(size=(512, 256)) * 0.05,
+    ...                        rng.normal(size=(256, 16)) * 0.05])
+    >>> cfg = dnn_mapper(mlp, calibration=rng.random((32, 784)))
+    >>> [(l.name, l.weights.shape, l.workers, l.relu) for l in cfg.layers]
+    [('fc1', (784, 512), 5, True), ('fc2', (512, 256), 2, True), ('fc3', (256, 16), 1, False)]
+    >>> cfg.layers[0].acc_worst > 2 ** 23 > cfg.layers[0].acc_bound
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from pondlib.devices.core.intmath import int_range, sat
+from pondlib.devices.core.rules import raise_violations
+from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, get_limits
+from pondlib.errors import GraphError, QuantizationError, Violation
+
+__all__ = ["DenseLayer", "MLP", "train_mlp", "DNNLayerConfig", "DNNConfig", "dnn_mapper", "DNN_RULES",
+           "max_tile_columns", "default_workers"]
+
+#: Every rule :func:`dnn_mapper` checks.
+DNN_RULES: dict[str, str] = {
+    "accumulator_width": "value-range bound of every accumulator < 2^(acc_bits-1) (or overflow='wrap')",
+    "worker_sram": "one worker's tile (weights, bias, input, output) fits limits.dnn_worker_bytes",
+    "max_workers": "workers of a layer <= usable PEs - 1 (one PE is the scheduler)",
+    "bias_range": "quantized biases fit the 32-bit bias word",
+    "dram_capacity": "weights + biases + activations fit in DRAM",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class DenseLayer:
+    """``y = x @ weight + bias`` (weight (K, N), bias (N,)), then ``max(y, 0)`` when ``relu``."""
+
+    weight: np.ndarray
+    bias: np.ndarray | None = None
+    relu: bool = True
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        w = np.array(self.weight, dtype=np.float64, copy=True)
+        if w.ndim != 2:
+            raise GraphError("dense weight shape", value=w.shape, limit="(K, N)", where=self.name or "DenseLayer",
+                             fix="pass a 2-D weight matrix (inputs x outputs)")
+        b = np.zeros(w.shape[1]) if self.bias is None else np.array(self.bias, dtype=np.float64, copy=True)
+        if b.shape != (w.shape[1],):
+            raise GraphError("dense bias shape", value=b.shape, limit=(w.shape[1],),
+                             where=self.name or "DenseLayer", fix="pass one bias per output")
+        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(b))):
+            raise GraphError("dense parameters", value="NaN/inf", limit="finite numbers",
+                             where=self.name or "DenseLayer", fix="replace the non-finite values")
+        object.__setattr__(self, "weight", w)
+        object.__setattr__(self, "bias", b)
+
+
+@dataclass(frozen=True, eq=False)
+class MLP:
+    """A stack of :class:`DenseLayer` (sizes must chain); unnamed layers become ``fc1``, ``fc2``, ..."""
+
+    layers: tuple[DenseLayer, ...]
+
+    def __post_init__(self) -> None:
+        layers = tuple(self.layers)
+        if not layers:
+            raise GraphError("MLP layers", value=0, limit=">= 1 layer", where="MLP", fix="pass layers")
+        named = []
+        for i, layer in enumerate(layers):
+            if i and layer.weight.shape[0] != layers[i - 1].weight.shape[1]:
+                raise GraphError("layer sizes", value=layer.weight.shape[0], limit=layers[i - 1].weight.shape[1],
+                                 where=layer.name or f"fc{i + 1}", fix="chain the layer sizes")
+            named.append(layer if layer.name else DenseLayer(layer.weight, layer.bias, layer.relu, f"fc{i + 1}"))
+        object.__setattr__(self, "layers", tuple(named))
+
+    @classmethod
+    def from_arrays(cls, weights: Sequence[Any], biases: Sequence[Any] | None = None,
+                    relu: Sequence[bool] | None = None) -> "MLP":
+        """Layers from weight (and bias) arrays; ReLU after every layer but the last by default."""
+        n = len(weights)
+        biases = [None] * n if biases is None else list(biases)
+        relu = [i < n - 1 for i in range(n)] if relu is None else list(relu)
+        return cls(tuple(DenseLayer(w, b, bool(r)) for w, b, r in zip(weights, biases, relu)))
+
+    @classmethod
+    def from_graph(cls, graph: Any, relu: Sequence[bool] | None = None) -> "MLP":
+        """An MLP from a chain of :class:`~pondlib.graph.LinearWeights` (topological order); ``relu``
+        flags per layer (default: all but the last)."""
+        from pondlib.graph.modules import LinearWeights
+        from pondlib.graph.utils import topological_order
+        g = graph.as_graph() if hasattr(graph, "as_graph") else graph
+        mods = topological_order(g)
+        bad = [m.name for m in mods if not isinstance(m, LinearWeights)]
+        if bad:
+            raise GraphError("DNN graph module", value=bad, limit="LinearWeights only", where="MLP.from_graph",
+                             fix="describe activations with relu=[...]; no neuron modules in a DNN")
+        n = len(mods)
+        relu = [i < n - 1 for i in range(n)] if relu is None else list(relu)
+        return cls(tuple(DenseLayer(m.weights, m.biases, bool(r), m.name) for m, r in zip(mods, relu)))
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """``(K_1, N_1, N_2, ...)``: input size then every layer's output size."""
+        return (self.layers[0].weight.shape[0], *[layer.weight.shape[1] for layer in self.layers])
+
+    def forward(self, x: Any, upto: int | None = None) -> np.ndarray:
+        """Float outputs (B, N) of layer ``upto`` (default: the last) for input (B, K)."""
+        h = np.asarray(x, dtype=np.float64)
+        for layer in self.layers[: (len(self.layers) if upto is None else upto + 1)]:
+            h = h @ layer.weight + layer.bias
+            if layer.relu:
+                h = np.maximum(h, 0.0)
+        return h
+
+    def predict(self, x: Any) -> np.ndarray:
+        """Class predictions ``argmax`` of the last layer."""
+        return np.argmax(self.forward(x), axis=-1)
+
+
+def train_mlp(x: np.ndarray, y: np.ndarray, hidden: Sequence[int] = (128,), *, epochs: int = 30,
+              batch_size: int = 64, lr: float = 1e-3, weight_decay: float = 1e-4, seed: int = 0) -> MLP:
+    """Train a float ReLU MLP with softmax cross-entropy and Adam (numpy; seeded, deterministic).
+
+    Args:
+        x: (N, K) features. y: (N,) integer labels. hidden: hidden layer sizes.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=(200, 4)); y = (x[:, 0] > 0).astype(int)
+        >>> mlp = train_mlp(x, y, (8,), epochs=20, batch_size=20, lr=1e-2)
+        >>> float(np.mean(mlp.predict(x) == y)) > 0.9
+        True
+    """
+    rng = np.random.default_rng(seed)
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    sizes = [x.shape[1], *hidden, int(y.max()) + 1]
+    W = [rng.normal(0, math.sqrt(2.0 / a), size=(a, b)) for a, b in zip(sizes[:-1], sizes[1:])]
+    B = [np.zeros(b) for b in sizes[1:]]
+    params = W + B
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    step = 0
+    L = len(W)
+    for _ in range(epochs):
+        perm = rng.permutation(len(x))
+        for a in range(0, len(x) - batch_size + 1, batch_size):
+            idx = perm[a:a + batch_size]
+            hs = [x[idx]]
+            for i in range(L):
+                z = hs[-1] @ W[i] + B[i]
+                hs.append(np.maximum(z, 0) if i < L - 1 else z)
+            z = hs[-1] - hs[-1].max(axis=1, keepdims=True)
+            p = np.exp(z)
+            p /= p.sum(axis=1, keepdims=True)
+            p[np.arange(len(idx)), y[idx]] -= 1
+            g = p / len(idx)
+            gW, gB = [None] * L, [None] * L
+            for i in reversed(range(L)):
+                gW[i] = hs[i].T @ g + weight_decay * W[i]
+                gB[i] = g.sum(axis=0)
+                if i:
+                    g = (g @ W[i].T) * (hs[i] > 0)
+            step += 1
+            for j, (p_, g_) in enumerate(zip(params, gW + gB)):
+                m[j] = 0.9 * m[j] + 0.1 * g_
+                v[j] = 0.999 * v[j] + 0.001 * g_ * g_
+                p_ -= lr * (m[j] / (1 - 0.9 ** step)) / (np.sqrt(v[j] / (1 - 0.999 ** step)) + 1e-8)
+    return MLP.from_arrays(W, B)
+
+
+@dataclass(frozen=True, eq=False)
+class DNNLayerConfig:
+    """One MLA layer: int8 weights (K, N) and int32 bias (N,) (stored int64), the requantization shift,
+    fused ReLU, and the column tiles ``[(start, stop), ...]`` one per worker PE.
+
+    ``in_frac``, ``w_frac``, ``out_frac``: power-of-two exponents (value = q 2^-frac). ``acc_bound``:
+    the value-range bound of ``|acc|``; ``acc_worst``: ``K * 128 * max|W_q| + max|b_q|``."""
+
+    name: str
+    weights: np.ndarray
+    bias: np.ndarray
+    shift: int
+    relu: bool
+    tiles: tuple[tuple[int, int], ...]
+    in_frac: int
+    w_frac: int
+    out_frac: int
+    acc_bound: int
+    acc_worst: int
+
+    @property
+    def workers(self) -> int:
+        """Worker PEs of the layer (one per tile)."""
+        return len(self.tiles)
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of int8 weights fetched from DRAM."""
+        return int(self.weights.size)
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates of one inference."""
+        return int(self.weights.size)
+
+
+@dataclass(frozen=True, eq=False)
+class DNNConfig:
+    """An int8 MLA program: layers in order, the input exponent, accumulator width and overflow mode.
+
+    ``report`` holds the float-vs-quantized relative weight errors per layer and the notes."""
+
+    layers: tuple[DNNLayerConfig, ...]
+    input_frac: int
+    acc_bits: int
+    overflow: str = "error"
+    limits_name: str = "SpiNNaker2 chip"
+    report: dict[str, Any] = field(default_factory=dict)
+
+    def quantize_input(self, x: Any) -> np.ndarray:
+        """``sat8(round(x 2^input_frac))`` (round half to even; values beyond int8 saturate)."""
+        arr = np.asarray(x, dtype=np.float64)
+        if not np.all(np.isfinite(arr)):
+            raise QuantizationError("DNN input", value="NaN/inf", limit="finite numbers", where="quantize_input",
+                                    fix="replace the non-finite values")
+        return sat(np.rint(np.ldexp(arr, self.input_frac)), 8)
+
+    def dequantize_output(self, y: Any) -> np.ndarray:
+        """Float values ``y 2^-out_frac`` of the last layer's int8 output."""
+        return np.ldexp(np.asarray(y, dtype=np.float64), -self.layers[-1].out_frac)
+
+    @property
+    def n_workers(self) -> int:
+        """Largest number of workers any layer uses."""
+        return max(layer.workers for layer in self.layers)
+
+    def problems(self) -> list[str]:
+        """Every out-of-range field, as messages (empty when valid)."""
+        out = []
+        if self.overflow not in ("error", "wrap"):
+            out.append(f"overflow: got {self.overflow!r}, expected 'error' or 'wrap'")
+        if not 8 <= int(self.acc_bits) <= 62:
+            out.append(f"acc_bits: got {self.acc_bits}, expected 8..62")
+        lo, hi = int_range(32)
+        for layer in self.layers:
+            w = layer.weights
+            if w.size and (w.min() < -128 or w.max() > 127):
+                out.append(f"{layer.name}.weights: got {int(w.min())}..{int(w.max())}, expected -128..127")
+            if layer.bias.size and (layer.bias.min() < lo or layer.bias.max() > hi):
+                out.append(f"{layer.name}.bias: outside the int32 range")
+            if not 0 <= layer.shift <= 62:
+                out.append(f"{layer.name}.shift: got {layer.shift}, expected 0..62 (an arithmetic right shift)")
+            cover = [c for a, b in layer.tiles for c in range(a, b)]
+            if cover != list(range(w.shape[1])):
+                out.append(f"{layer.name}.tiles: do not cover the {w.shape[1]} columns in order")
+        return out
+
+
+def max_tile_columns(k: int, limits: SpiNNaker2Limits) -> int:
+    """Most output columns one worker can hold for a ``k``-input layer: ``(budget - k) // (k + 5)``
+    (weights ``k`` B + bias 4 B + output 1 B per column, plus the ``k``-byte input)."""
+    return (limits.dnn_worker_bytes - k) // (k + 5)
+
+
+def default_workers(k: int, n: int, limits: SpiNNaker2Limits) -> int:
+    """The fewest workers whose tiles fit in SRAM: ``ceil(n / max_tile_columns(k))`` (>= 1).
+
+    Example:
+        >>> from pondlib.devices.spinnaker2.limits import SPINNAKER2_CHIP
+        >>> default_workers(784, 512, SPINNAKER2_CHIP), default_workers(256, 16, SPINNAKER2_CHIP)
+        (5, 1)
+    """
+    c = max_tile_columns(k, limits)
+    return max(1, math.ceil(n / c)) if c >= 1 else 1
+
+
+def _frac(maxabs: float) -> int:
+    """Largest ``f`` with ``maxabs 2^f <= 127`` (0 for an all-zero tensor)."""
+    return int(math.floor(math.log2(127.0 / maxabs))) if maxabs > 0 else 0
+
+
+def dnn_mapper(mlp: MLP, calibration: Any, limits: SpiNNaker2Limits | str | None = None, *,
+               acc_bits: int | None = None, overflow: str = "error",
+               workers: Mapping[str, int] | None = None, round_shift: bool = True) -> DNNConfig:
+    """Quantize an :class:`MLP` to int8 power-of-two layers and split them over worker PEs.
+
+    Args:
+        mlp: the float network. calibration: (B, K) float inputs that set the exponents.
+        limits: chip limits (default one chip). acc_bits: accumulator width (default
+        ``limits.acc_bits``, 24). overflow: ``"error"`` (a layer whose bound exceeds the accumulator is
+        a violation) or ``"wrap"``. workers: layer name -> worker count (default: the fewest that fit).
+        round_shift: fold ``2^(shift-1)`` into the bias (round-half-up requantization).
+
+    Raises:
+        ConstraintError: every violated rule of :data:`DNN_RULES`, together.
+        QuantizationError: empty or non-finite calibration data.
+    """
+    lim = get_limits(limits)
+    acc_bits = lim.acc_bits if acc_bits is None else int(acc_bits)
+    cal = np.atleast_2d(np.asarray(calibration, dtype=np.float64))
+    if cal.size == 0 or not np.all(np.isfinite(cal)) or cal.shape[1] != mlp.sizes[0]:
+        raise QuantizationError("calibration data", value=f"shape {cal.shape}", limit=f"finite (B, {mlp.sizes[0]})",
+                                where="dnn_mapper", fix="pass representative float inputs")
+    if overflow not in ("error", "wrap"):
+        raise QuantizationError("overflow mode", value=overflow, limit="'error' or 'wrap'", where="dnn_mapper",
+                                fix="pass overflow='error' or 'wrap'")
+    workers = dict(workers or {})
+    viol: list[Violation] = []
+    acc_lim = 1 << (acc_bits - 1)
+    b_lo, b_hi = int_range(lim.bias_bits)
+    f_in = _frac(float(np.max(np.abs(cal))))
+    input_frac = f_in
+    x_max = int(np.max(np.abs(sat(np.rint(np.ldexp(cal, f_in)), 8))))
+    layers = []
+    errors = {}
+    total_bytes = 0
+    for i, layer in enumerate(mlp.layers):
+        K, N = layer.weight.shape
+        f_w = _frac(float(np.max(np.abs(layer.weight))))
+        wq = np.clip(np.rint(np.ldexp(layer.weight, f_w)), -128, 127).astype(np.int64)
+        y = mlp.forward(cal, upto=i)
+        f_y = min(_frac(float(np.max(np.abs(y)))), f_in + f_w)
+        shift = f_in + f_w - f_y
+        bq = np.rint(np.ldexp(layer.bias, f_in + f_w)).astype(np.int64)
+        if round_shift and shift > 0:
+            bq = bq + (1 << (shift - 1))     # turns the floor of >> into round half up
+        if bq.size and (bq.min() < b_lo or bq.max() > b_hi):
+            viol.append(Violation("bias_range", layer.name, int(np.max(np.abs(bq))), f"{b_lo}..{b_hi}",
+                                  "scale the bias down (it would overflow its 32-bit word)"))
+        bound = int(np.max(x_max * np.abs(wq).sum(axis=0) + np.abs(bq)))
+        worst = int(K * 128 * int(np.max(np.abs(wq))) + int(np.max(np.abs(bq))))
+        if bound >= acc_lim and overflow == "error":
+            viol.append(Violation("accumulator_width", layer.name, f"|acc| bound {bound} (inputs <= {x_max})",
+                                  f"< 2^{acc_bits - 1} = {acc_lim}",
+                                  "use overflow='wrap', a wider accumulator (acc_bits=29) or smaller weights"))
+        budget = lim.dnn_worker_bytes
+        c_max = max_tile_columns(K, lim)
+        n_w = workers.pop(layer.name, None)
+        if c_max < 1:
+            viol.append(Violation("worker_sram", layer.name, f"{2 * K + 5} B for one column", f"{budget} B",
+                                  "split the input dimension (not supported) or use a smaller layer"))
+            n_w = n_w or 1
+        elif n_w is None:
+            n_w = math.ceil(N / c_max)
+        elif math.ceil(N / n_w) > c_max:
+            need = math.ceil(N / n_w)
+            viol.append(Violation("worker_sram", layer.name,
+                                  f"{need * (K + 5) + K} B per worker ({n_w} workers)", f"{budget} B",
+                                  f"use at least {math.ceil(N / c_max)} workers"))
+        n_w = max(1, min(int(n_w), N))
+        if n_w > lim.usable_pes - 1:
+            viol.append(Violation("max_workers", layer.name, n_w, lim.usable_pes - 1,
+                                  "a layer this large needs more PEs than the chip has"))
+        edges = [round(j * N / n_w) for j in range(n_w + 1)]
+        tiles = tuple((edges[j], edges[j + 1]) for j in range(n_w))
+        deq = np.ldexp(wq.astype(np.float64), -f_w)
+        nw = float(np.linalg.norm(layer.weight))
+        errors[layer.name] = float(np.linalg.norm(deq - layer.weight) / nw) if nw else 0.0
+        total_bytes += K * N + 4 * N + K + N
+        layers.append(DNNLayerConfig(layer.name, wq, bq, int(shift), bool(layer.relu), tiles, f_in, f_w, f_y,
+                                     bound, worst))
+        f_in = f_y
+        x_max = 127   # int8 activations after requantization (0..127 after ReLU)
+    for name in workers:
+        viol.append(Violation("worker_sram", name, "workers for an unknown layer", [lay.name for lay in mlp.layers],
+                              "name a layer of the MLP"))
+    if total_bytes > lim.dram_bytes:
+        viol.append(Violation("dram_capacity", "<model>", f"{total_bytes} B", f"{lim.dram_bytes} B",
+                              "use a smaller model"))
+    raise_violations(viol, lim.name)
+    return DNNConfig(tuple(layers), input_frac, acc_bits, overflow, lim.name,
+                     {"weight_relative_error": errors})
