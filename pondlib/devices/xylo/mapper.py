@@ -235,10 +235,18 @@ def _weights(ctx: _Ctx, m: LinearWeights) -> np.ndarray | None:
 
 def _dash(ctx: _Ctx, lif: _Lif, field_name: str, tau: np.ndarray, dt: float, param: str,
           ) -> tuple[np.ndarray, np.ndarray]:
-    """Unrounded dash ``log2(tau/dt)`` and the relative tau error after rounding; dash rules."""
+    """Unrounded dash ``log2(tau/dt)``, the relative error of the chip's effective time constant after
+    rounding, and the dash rules.
+
+    The chip decays by ``1 - 2^-dash`` per step, so its effective time constant is
+    ``tau_chip = -dt / ln(1 - 2^-dash)`` (0 for dash 0: the state is wiped every step); the error is
+    ``(tau_chip - tau) / tau``.
+    """
     dash = np.log2(tau / dt)
     r = np.round(dash)
-    err = (dt * np.exp2(r) - tau) / tau
+    with np.errstate(divide="ignore"):
+        tau_chip = np.where(r >= 1, -dt / np.log1p(-np.exp2(-np.maximum(r, 1))), 0.0)
+    err = (tau_chip - tau) / tau
     dmax = ctx.limits.dash_max
     for mask, rule, limit, fix in (
         (r <= 0, "dash_zero", "dash >= 1",

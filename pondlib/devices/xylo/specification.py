@@ -62,8 +62,9 @@ class MappingReport:
             readout layer, whose module name is listed in ``output_module``).
         output_module: name of the module mapped to the output neurons.
         dash_error: field name (``dash_mem``, ``dash_syn``, ...) -> per-neuron relative error of the
-            effective time constant after rounding the dash: ``(tau_hw - tau) / tau`` with
-            ``tau_hw = dt * 2^round(log2(tau/dt))``.
+            chip's effective time constant after rounding the dash: ``(tau_hw - tau) / tau`` with
+            ``tau_hw = -dt / ln(1 - 2^-dash)``, ``dash = round(log2(tau/dt))`` (the chip decays by
+            ``1 - 2^-dash`` per step; ``tau_hw = 0`` for dash 0).
         notes: free-text remarks (dropped biases, gaps the float model will see on chip).
     """
 

@@ -138,7 +138,8 @@ def test_two_synapses():
     np.testing.assert_allclose(spec.weights_in, w.reshape(16, 8, 2), rtol=1e-6)
     np.testing.assert_allclose(spec.dash_syn, 2.0, rtol=1e-6)
     np.testing.assert_allclose(spec.dash_syn_2, np.log2(40.0), rtol=1e-6)
-    np.testing.assert_allclose(spec.report.dash_error["dash_syn_2"], (2 ** 5 - 40) / 40, rtol=1e-5)
+    tau_chip = -1e-3 / np.log1p(-2.0 ** -5)            # dash 5: decay 1 - 1/32 per 1 ms step
+    np.testing.assert_allclose(spec.report.dash_error["dash_syn_2"], (tau_chip - 0.040) / 0.040, rtol=1e-5)
 
 
 def test_scalar_tau_syn_in_module_and_in_graph():
@@ -201,9 +202,11 @@ def test_mapping_report_contents():
     assert isinstance(rep, MappingReport)
     assert rep.output_module == "3_LIF"
     assert rep.neuron_ids["3_LIF"].tolist() == [0, 1] and rep.neuron_ids["1_LIF"].tolist() == list(range(8))
-    # tau 20 ms -> dash log2(20) = 4.32 -> 4 -> tau_hw 16 ms: -20 %
-    np.testing.assert_allclose(rep.dash_error["dash_mem"], (16 - 20) / 20, rtol=1e-5)
-    np.testing.assert_allclose(rep.dash_error["dash_syn"], (4 - 5) / 5, rtol=1e-5)
+    # tau 20 ms -> dash log2(20) = 4.32 -> 4 -> decay 15/16 per step -> tau_hw = 15.50 ms: -22.5 %
+    # tau 5 ms -> dash 2.32 -> 2 -> decay 3/4 -> tau_hw = 3.476 ms: -30.5 %
+    np.testing.assert_allclose(rep.dash_error["dash_mem"], (-1e-3 / np.log(15 / 16) - 0.02) / 0.02, rtol=1e-5)
+    np.testing.assert_allclose(rep.dash_error["dash_syn"], (-1e-3 / np.log(3 / 4) - 0.005) / 0.005, rtol=1e-5)
+    assert rep.dash_error["dash_mem"][0] == pytest.approx(-0.2253, abs=1e-4)
     assert set(rep.dash_error) == {"dash_mem", "dash_syn", "dash_syn_2", "dash_mem_out", "dash_syn_out"}
     notes = " | ".join(rep.notes)
     assert "0_Linear: bias dropped" in notes
