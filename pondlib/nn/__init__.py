@@ -22,8 +22,10 @@ from pondlib.nn.lif import LIF, LIFParameters, LIFState, lif_step
 from pondlib.nn.linear import Linear
 from pondlib.nn.neurons import IF, LI, NIRLIF, CubaLI, CubaLIF, Integrator, Threshold
 from pondlib.nn.surrogate import Surrogate, spike_count
+from pondlib.nn.xylo_lif import XyloLIF, XyloLIFState
 
 __all__ = ["Module", "scan_steps", "Linear", "LIF", "LIFState", "LIFParameters", "lif_step",
            "Sequential", "Residual", "Surrogate", "spike_count",
            "Conv1d", "Conv2d", "SumPool2d", "AvgPool2d", "Flatten", "Scale", "Delay",
-           "CubaLIF", "CubaLI", "NIRLIF", "LI", "IF", "Integrator", "Threshold", "GraphNetwork"]
+           "CubaLIF", "CubaLI", "NIRLIF", "LI", "IF", "Integrator", "Threshold", "GraphNetwork",
+           "XyloLIF", "XyloLIFState"]

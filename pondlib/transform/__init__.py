@@ -7,3 +7,6 @@
 from pondlib.transform.quantize import channel_quantize, global_quantize
 
 __all__ = ["global_quantize", "channel_quantize"]
+from pondlib.transform.hardware import hardware_dashes, to_float, xylo_aware  # noqa: E402
+
+__all__ += ["xylo_aware", "to_float", "hardware_dashes"]

@@ -12,6 +12,7 @@ Files: ``limits`` (the chip variants as data), ``specification`` (the mapper's o
 backed by a numpy model of the board: no vendor SDK needed).
 """
 
+from pondlib.devices.xylo.compare import LayerComparison, compare_records, layer_map_from_spec
 from pondlib.devices.xylo.config import XyloConfig, config_from_specification, validate_config
 from pondlib.devices.xylo.hdk import (
     CostModel,
@@ -37,4 +38,5 @@ __all__ = [
     "XyloSim", "RECORD_KEYS", "STATE_KEYS",
     "find_xylo_hdks", "set_mock_boards", "XyloBoard", "MockXyloDevice", "CostModel", "RunStats",
     "encode_config", "decode_config", "memory_map",
+    "compare_records", "layer_map_from_spec", "LayerComparison",
 ]

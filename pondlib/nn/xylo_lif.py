@@ -1,0 +1,388 @@
+r"""A float LIF layer that follows the Xylo core step for step (hardware-aware training).
+
+:class:`XyloLIF` fuses a weight layer and a LIF layer (``Linear -> LIF``) and runs the chip's integer
+dynamics (``docs/XYLO.md``) in float arithmetic, with straight-through estimators (STE) where the chip
+rounds, clips or floors, so that :func:`jax.grad` reaches every parameter. It is built by
+:func:`pondlib.transform.xylo_aware`; one step of ``N`` neurons with ``k`` synapses each reads
+
+* **input** ``x[t]`` (``N_in`` counts): clipped at ``input_clip`` (15 on the first layer, the chip's
+  4-bit input counter); on a hidden->hidden or hidden->output hop (``delay_in``) the layer reads
+  ``x[t - 1]`` instead, the chip's one step of delay (input->hidden has none);
+* **quantization** (``quantize`` ``"channel"`` or ``"global"``): the scale the chosen quantizer would
+  compute, ``s = 127 / max|W|`` per neuron (over its input and recurrent weights) or per layer, and
+
+  .. math::
+
+      W_q = \mathrm{clip}(\mathrm{round}(s W), -128, 127), \quad
+      \theta_q = \mathrm{clip}(\mathrm{round}(s\theta), 1, 32767), \quad
+      b_q = \mathrm{clip}(\mathrm{round}(s b), -32768, 32767)
+
+  (round half to even, like :func:`numpy.rint`; the threshold is kept >= 1). Every state below is in
+  these chip units (integers held in float32, exact below 2^24);
+* **dynamics** (``d = round(clip(dash, 1, 15))``, ``sat16`` clamps to [-32768, 32767],
+  ``decay(v, d) = floor(v 2^{-d})`` or ``sign(v)`` where that is 0):
+
+  .. math::
+
+      I[t] &= \mathrm{sat16}\big(I[t-1] + \mathrm{reshape}_{N,k}(x[t] W_q + s[t-1] W_{rec,q})\big), \quad
+      I[t] \leftarrow I[t] - \mathrm{decay}(I[t], d_{syn}) \\
+      \Delta &= \mathrm{sat16}\big(\mathrm{sat16}(-\mathrm{decay}(V[t-1], d_{mem}) + \textstyle\sum_k I[t])
+               + b_q\big), \quad V[t] = \mathrm{sat16}(V[t-1] + \Delta) \\
+      s[t] &= \min(\lfloor V[t] / \theta_q \rfloor, s_{max}) \text{ where } V[t] \ge \theta_q,
+              \quad V[t] \leftarrow V[t] - s[t]\,\theta_q
+
+  with ``s_max`` 31 (hidden) or 1 (output). With ``quantize=None`` the layer stays in float units
+  (``s = 1``, no rounding, no saturation) and decays by ``1 - 2^{-d}`` exactly.
+
+Gradients: ``round``, ``floor`` and ``clip`` pass the gradient straight through (identity); the spike
+count uses the layer's :class:`~pondlib.nn.surrogate.Surrogate`; the scale ``s`` is treated as a
+constant (``stop_gradient``). Plain autodiff through one :func:`jax.lax.scan`.
+
+Differences from the chip that remain (documented, not hidden): the chip saturates the synaptic state
+after each input source, this layer after their sum (equal unless a partial sum leaves int16); aliases
+are not modelled; a membrane of exactly -32768 with dash 0 cannot occur (dash >= 1).
+
+Export: :meth:`XyloLIF.as_graph` writes a plain ``LinearWeights -> LIFNeurons`` pair whose parameters are
+the *grid* values ``W_q / s``, ``theta_q / s``, ``b_q / s`` (the quantizers map them back to exactly
+``W_q``...) and whose time constants are
+
+.. math::  \tau = -dt / \ln(1 - 2^{-d})
+
+so that a plain float LIF decays by exactly ``1 - 2^{-d}`` and the mapper's rule
+``dash = round(log2(tau / dt))`` gives back ``d`` (``log2(tau/dt)`` is 0.529 for d = 1, 1.797 for d = 2,
+within 0.03 of ``d`` from d = 3 on; :func:`tau_for_dash`).
+
+Record keys: ``vmem`` (T, N) and ``isyn`` (T, N, k) in float units (chip units divided by ``s``, so
+that they line up with a plain LIF's record), ``spikes`` (T, N).
+
+Example (one neuron, weight 1, threshold 1, dash 1: the chip's halving, in integers):
+    >>> import jax.numpy as jnp
+    >>> lif = XyloLIF(1, 1, weight=[[1.0]], threshold=1.0, dash_mem=1.0, dash_syn=1.0,
+    ...               quantize="channel")
+    >>> out, state, rec = lif(jnp.array([[1.0], [0.0], [0.0]]), record=True)
+    >>> (rec["isyn"][:, 0, 0] * 127).tolist()      # 127 - 63, then 64 - 32, 32 - 16
+    [64.0, 32.0, 16.0]
+    >>> (rec["vmem"][:, 0] * 127).tolist()         # 0 + 64; 64 - 32 + 32; 64 - 32 + 16
+    [64.0, 64.0, 48.0]
+    >>> out[:, 0].tolist()                          # the threshold is 127 chip units
+    [0.0, 0.0, 0.0]
+    >>> round(float(tau_for_dash(1, 1e-3) / 1e-3), 6)   # decay exp(-dt/tau) = 1/2: tau = dt / ln 2
+    1.442695
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pondlib.errors import GraphError, PondError
+from pondlib.graph import GraphHolder, connect_modules
+from pondlib.nn.base import evolve_time_major, scan_steps
+from pondlib.nn.lif import LIF
+from pondlib.nn.linear import Linear
+from pondlib.nn.surrogate import Surrogate
+
+__all__ = ["XyloLIF", "XyloLIFState", "tau_for_dash", "dash_for_tau", "round_ste", "floor_ste",
+           "clip_ste"]
+
+_QUANTIZE = ("channel", "global", None)
+
+
+# -- straight-through estimators ---------------------------------------------------------------------
+def round_ste(x: jax.Array) -> jax.Array:
+    """``round(x)`` (half to even) forward, identity gradient.
+
+    Example:
+        >>> float(jax.grad(lambda v: round_ste(v * 3.0))(jnp.array(0.4)))
+        3.0
+    """
+    return x + jax.lax.stop_gradient(jnp.round(x) - x)
+
+
+def floor_ste(x: jax.Array) -> jax.Array:
+    """``floor(x)`` forward, identity gradient."""
+    return x + jax.lax.stop_gradient(jnp.floor(x) - x)
+
+
+def clip_ste(x: jax.Array, lo: Any, hi: Any) -> jax.Array:
+    """``clip(x, lo, hi)`` forward, identity gradient (saturation that still lets gradients pass)."""
+    return x + jax.lax.stop_gradient(jnp.clip(x, lo, hi) - x)
+
+
+def tau_for_dash(dash: Any, dt: float) -> np.ndarray:
+    r"""Time constant (s) whose float decay equals the chip's: :math:`\tau = -dt / \ln(1 - 2^{-d})`.
+
+    ``round(log2(tau / dt)) == d`` for every d in 1..15 (the mapper's rule), checked here.
+
+    Example:
+        >>> d = np.arange(1, 16)
+        >>> bool(np.all(np.round(np.log2(tau_for_dash(d, 1e-3) / 1e-3)) == d))
+        True
+    """
+    d = np.asarray(dash, dtype=float)
+    if np.any(d < 1):
+        raise PondError("decay shift", value=float(d.min()), limit=">= 1", where="tau_for_dash",
+                        fix="dash 0 wipes the state every step; use dash >= 1")
+    return -dt / np.log1p(-np.exp2(-d))
+
+
+def dash_for_tau(tau: Any, dt: float) -> np.ndarray:
+    """The mapper's unrounded dash ``log2(tau / dt)`` (rounding it gives the chip's decay shift).
+
+    Example:
+        >>> dash_for_tau(0.016, 1e-3).tolist()
+        4.0
+    """
+    return np.log2(np.asarray(tau, dtype=float) / dt)
+
+
+class XyloLIFState(NamedTuple):
+    """State in chip units: ``isyn`` (*b, N, k), ``vmem`` (*b, N), ``spikes`` (*b, N) (last step's
+    counts, for the recurrence), ``x_prev`` (*b, N_in) (last step's input, for the hop delay)."""
+
+    isyn: jax.Array
+    vmem: jax.Array
+    spikes: jax.Array
+    x_prev: jax.Array
+
+
+def _arr(value: Any, shape: tuple[int, ...], name: str) -> jax.Array:
+    a = jnp.asarray(value, dtype=jnp.float32)
+    if a.ndim == 0:
+        a = jnp.full(shape, a)
+    elif len(shape) == 2 and a.shape == (shape[0],):
+        a = jnp.broadcast_to(a[:, None], shape)
+    if a.shape != shape:
+        raise GraphError(f"XyloLIF {name} shape", value=tuple(a.shape), limit=f"a scalar or {shape}",
+                         where="XyloLIF", fix=f"pass one {name} per neuron")
+    if not bool(jnp.all(jnp.isfinite(a))):
+        raise PondError(f"XyloLIF {name} contains NaN or inf", where="XyloLIF", fix="pass finite values")
+    return a
+
+
+class XyloLIF(eqx.Module):
+    """Weights into ``N`` LIF neurons that follow the Xylo core (equations in the module docstring).
+
+    Args:
+        n_in: input channels; ``n``: neurons; ``n_synapses``: synapses per neuron ``k``.
+        weight: (n_in, n * k) input weights (float units); ``w_rec``: (n, n * k) or None.
+        threshold, bias: scalar or (n,), float units.
+        dash_mem: scalar or (n,); ``dash_syn``: scalar, (n,) or (n, k): continuous decay shifts,
+            rounded (STE) and clipped to 1..``dash_max`` in the forward pass.
+        dt: time step (s). ``max_spikes``: spike cap per step (31 hidden, 1 output).
+        delay_in: read the input one step late (a hidden->hidden or hidden->output hop on the chip).
+        input_clip: clip input counts at this value (15 on the chip's input layer) or None.
+        quantize: ``"channel"``, ``"global"`` or None (see the module docstring).
+        learn_dash: train the decay shifts (else they are constants).
+        weight_bits, state_bits, dash_max: the chip's widths (8, 16, 15 on Xylo).
+        surrogate: spike surrogate (default fast sigmoid, scale 10).
+    """
+
+    weight: jax.Array
+    w_rec: jax.Array | None
+    threshold: jax.Array
+    bias: jax.Array
+    dash_mem: jax.Array
+    dash_syn: jax.Array
+    dt: float = eqx.field(static=True)
+    max_spikes: float = eqx.field(static=True)
+    delay_in: bool = eqx.field(static=True)
+    input_clip: float | None = eqx.field(static=True)
+    quantize: str | None = eqx.field(static=True)
+    learn_dash: bool = eqx.field(static=True)
+    weight_bits: int = eqx.field(static=True)
+    state_bits: int = eqx.field(static=True)
+    dash_max: int = eqx.field(static=True)
+    surrogate: Surrogate = eqx.field(static=True)
+    n_in: int = eqx.field(static=True)
+    n_neurons: int = eqx.field(static=True)
+    n_synapses: int = eqx.field(static=True)
+
+    def __init__(self, n_in: int, n: int, n_synapses: int = 1, *, weight: Any, w_rec: Any = None,
+                 threshold: Any = 1.0, bias: Any = 0.0, dash_mem: Any = 4.0, dash_syn: Any = 1.0,
+                 dt: float = 1e-3, max_spikes: float = 31, delay_in: bool = False,
+                 input_clip: float | None = None, quantize: str | None = "channel",
+                 learn_dash: bool = True, weight_bits: int = 8, state_bits: int = 16, dash_max: int = 15,
+                 surrogate: Surrogate | None = None) -> None:
+        for what, v in (("n_in", n_in), ("n", n), ("n_synapses", n_synapses)):
+            if not isinstance(v, (int, np.integer)) or v <= 0:
+                raise GraphError(f"XyloLIF {what}", value=v, limit="a positive int", where="XyloLIF",
+                                 fix=f"pass {what} as a positive integer")
+        if quantize not in _QUANTIZE:
+            raise PondError("XyloLIF quantize", value=quantize, limit=list(_QUANTIZE), where="XyloLIF",
+                            fix="pass 'channel' (per neuron), 'global' (per layer) or None")
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+            raise PondError("XyloLIF dt", value=dt, limit="a positive number of seconds", where="XyloLIF",
+                            fix="pass dt in seconds, e.g. 1e-3")
+        if not max_spikes >= 1:
+            raise PondError("XyloLIF max_spikes", value=max_spikes, limit=">= 1", where="XyloLIF",
+                            fix="allow at least one spike per step")
+        self.n_in, self.n_neurons, self.n_synapses = int(n_in), int(n), int(n_synapses)
+        nk = self.n_neurons * self.n_synapses
+        self.weight = _arr(weight, (self.n_in, nk), "weight")
+        self.w_rec = None if w_rec is None else _arr(w_rec, (self.n_neurons, nk), "w_rec")
+        self.threshold = _arr(threshold, (self.n_neurons,), "threshold")
+        self.bias = _arr(bias, (self.n_neurons,), "bias")
+        self.dash_mem = _arr(dash_mem, (self.n_neurons,), "dash_mem")
+        self.dash_syn = _arr(dash_syn, (self.n_neurons, self.n_synapses), "dash_syn")
+        self.dt, self.max_spikes = float(dt), float(max_spikes)
+        self.delay_in, self.learn_dash = bool(delay_in), bool(learn_dash)
+        self.input_clip = None if input_clip is None else float(input_clip)
+        self.quantize = quantize
+        self.weight_bits, self.state_bits, self.dash_max = int(weight_bits), int(state_bits), int(dash_max)
+        self.surrogate = surrogate if surrogate is not None else Surrogate()
+
+    # -- sizes and state ------------------------------------------------------------------------
+    @property
+    def size_in(self) -> int:
+        """Input channels."""
+        return self.n_in
+
+    @property
+    def size_out(self) -> int:
+        """Neurons."""
+        return self.n_neurons
+
+    def init_state(self, batch_shape: tuple[int, ...] = ()) -> XyloLIFState:
+        """Zero state for ``batch_shape`` samples."""
+        n, k, z = self.n_neurons, self.n_synapses, jnp.zeros
+        return XyloLIFState(z(batch_shape + (n, k), jnp.float32), z(batch_shape + (n,), jnp.float32),
+                            z(batch_shape + (n,), jnp.float32), z(batch_shape + (self.n_in,), jnp.float32))
+
+    # -- the chip's grid ------------------------------------------------------------------------
+    def scale(self) -> jax.Array:
+        """The quantizer's scale (n,) (per neuron for ``"channel"``, one value repeated for
+        ``"global"``, ones for None), a constant for autodiff. A neuron without weights gets
+        ``(2^15 - 1) / max(|theta|, |b|)`` (or 1), as in :mod:`pondlib.transform.quantize`."""
+        n, k = self.n_neurons, self.n_synapses
+        if self.quantize is None:
+            return jnp.ones((n,), jnp.float32)
+        w_max = float((1 << (self.weight_bits - 1)) - 1)
+        s_max = float((1 << (self.state_bits - 1)) - 1)
+        mags = [jnp.abs(self.weight).reshape(self.n_in, n, k).max(axis=(0, 2))]
+        if self.w_rec is not None:
+            mags.append(jnp.abs(self.w_rec).reshape(n, n, k).max(axis=(0, 2)))
+        m = jax.lax.stop_gradient(jnp.max(jnp.stack(mags), axis=0))
+        tb = jax.lax.stop_gradient(jnp.maximum(jnp.abs(self.threshold), jnp.abs(self.bias)))
+        if self.quantize == "global":
+            m = jnp.full((n,), jnp.max(m))
+            tb = jnp.full((n,), jnp.max(tb))
+        fallback = jnp.where(tb > 0, s_max / jnp.where(tb > 0, tb, 1.0), 1.0)
+        return jnp.where(m > 0, w_max / jnp.where(m > 0, m, 1.0), fallback)
+
+    def grid(self) -> dict[str, Any]:
+        """Parameters on the chip's grid in chip units (STE): ``weight`` (n_in, n k), ``w_rec``,
+        ``threshold``, ``bias`` (n,), ``dash_mem`` (n,), ``dash_syn`` (n, k) (integers 1..dash_max),
+        and ``scale`` (n,)."""
+        s = self.scale()
+        s_col = jnp.repeat(s, self.n_synapses)  # weight column c feeds neuron c // k
+        dm, ds = self.dash_mem, self.dash_syn
+        if not self.learn_dash:
+            dm, ds = jax.lax.stop_gradient(dm), jax.lax.stop_gradient(ds)
+        out = {"scale": s,
+               "dash_mem": round_ste(clip_ste(dm, 1.0, float(self.dash_max))),
+               "dash_syn": round_ste(clip_ste(ds, 1.0, float(self.dash_max)))}
+        if self.quantize is None:
+            out.update(weight=self.weight, w_rec=self.w_rec, threshold=self.threshold, bias=self.bias)
+            return out
+        wl, wh = -float(1 << (self.weight_bits - 1)), float((1 << (self.weight_bits - 1)) - 1)
+        sl, sh = -float(1 << (self.state_bits - 1)), float((1 << (self.state_bits - 1)) - 1)
+        out["weight"] = clip_ste(round_ste(self.weight * s_col), wl, wh)
+        out["w_rec"] = None if self.w_rec is None else clip_ste(round_ste(self.w_rec * s_col), wl, wh)
+        out["threshold"] = clip_ste(round_ste(self.threshold * s), 1.0, sh)
+        out["bias"] = clip_ste(round_ste(self.bias * s), sl, sh)
+        return out
+
+    # -- evolution ------------------------------------------------------------------------------
+    def evolve_tm(self, x: jax.Array, state: XyloLIFState, record: bool):
+        """Time-major evolution ``x`` (T, *batch, n_in) -> spikes (T, *batch, n)."""
+        n, k = self.n_neurons, self.n_synapses
+        g = self.grid()
+        if self.input_clip is not None:
+            x = jnp.minimum(x, self.input_clip)   # the chip's 4-bit input counter
+        x_prev_new = x[-1]
+        if self.delay_in:   # hidden spikes of step t reach this layer at t + 1 on the chip
+            x = jnp.concatenate([state.x_prev[None], x[:-1]], axis=0)
+        current = (x @ g["weight"]).reshape(x.shape[:-1] + (n, k))
+        integer = self.quantize is not None
+        lo, hi = -float(1 << (self.state_bits - 1)), float((1 << (self.state_bits - 1)) - 1)
+        f_syn, f_mem = jnp.exp2(-g["dash_syn"]), jnp.exp2(-g["dash_mem"])
+        thr, bias, w_rec, cap, sg = g["threshold"], g["bias"], g["w_rec"], self.max_spikes, self.surrogate
+
+        def sat(v: jax.Array) -> jax.Array:
+            return clip_ste(v, lo, hi) if integer else v
+
+        def decay(v: jax.Array, f: jax.Array) -> jax.Array:
+            if not integer:
+                return v * f
+            exact = jnp.floor(v * f)          # arithmetic shift v >> d
+            exact = jnp.where(exact == 0, jnp.sign(v), exact)   # minimum step of one toward zero
+            return v * f + jax.lax.stop_gradient(exact - v * f)
+
+        def step(st: tuple, cur: jax.Array):
+            isyn, vmem, spk = st
+            if w_rec is not None:
+                cur = cur + (spk @ w_rec).reshape(spk.shape[:-1] + (n, k))
+            isyn = sat(isyn + cur)
+            isyn = isyn - decay(isyn, f_syn)
+            dv = sat(-decay(vmem, f_mem) + isyn.sum(-1))
+            dv = sat(dv + bias)
+            vmem = sat(vmem + dv)
+            spk = sg.spikes(vmem, thr, cap)
+            if integer:
+                # XLA may divide by multiplying with 1/thr (165 * (1/165) < 1): correct the count by
+                # one in either direction with exact integer arithmetic, as the chip's loop counts
+                n0 = jnp.floor(vmem / thr)
+                r = vmem - n0 * thr
+                n0 = n0 + jnp.where(r >= thr, 1.0, 0.0) - jnp.where(r < 0, 1.0, 0.0)
+                exact = jnp.where(vmem >= thr, jnp.clip(n0, 0.0, cap), 0.0)
+                spk = spk + jax.lax.stop_gradient(exact - spk)
+            vmem = vmem - spk * thr
+            return (isyn, vmem, spk), (spk, vmem, isyn)
+
+        (isyn, vmem, spk), (spikes, vrec, irec) = scan_steps(
+            step, (state.isyn, state.vmem, state.spikes), current)
+        new_state = XyloLIFState(isyn, vmem, spk, x_prev_new)
+        if not record:
+            return spikes, new_state, {}
+        s = g["scale"]
+        return spikes, new_state, {"vmem": vrec / s, "isyn": irec / s[:, None], "spikes": spikes}
+
+    def __call__(self, x: Any, state: XyloLIFState | None = None, record: bool = False):
+        """``(spikes, state, record)`` for input (T, n_in) or (B, T, n_in)."""
+        return evolve_time_major(self, x, state, record)
+
+    evolve = __call__
+
+    # -- export ---------------------------------------------------------------------------------
+    def to_float(self) -> tuple[Linear, LIF]:
+        """The plain ``(Linear, LIF)`` pair on the grid (weights ``W_q / s`` ..., ``tau`` from the
+        rounded dashes by :func:`tau_for_dash`, the spike cap kept); no hop delay, no integer decay."""
+        g = jax.tree_util.tree_map(lambda a: None if a is None else np.asarray(a, np.float64),
+                                   self.grid(), is_leaf=lambda a: a is None)
+        s = g["scale"]
+        s_col = np.repeat(s, self.n_synapses)
+        lin = Linear(self.n_in, self.n_neurons * self.n_synapses, weight=g["weight"] / s_col)
+        lif = LIF((self.n_neurons * self.n_synapses, self.n_neurons),
+                  tau_mem=tau_for_dash(g["dash_mem"], self.dt), tau_syn=tau_for_dash(g["dash_syn"], self.dt),
+                  threshold=g["threshold"] / s, bias=g["bias"] / s, dt=self.dt,
+                  w_rec=None if g["w_rec"] is None else g["w_rec"] / s_col,
+                  max_spikes_per_dt=self.max_spikes, surrogate=self.surrogate)
+        return lin, lif
+
+    def as_graph(self, name: str | None = None):
+        """``LinearWeights (name/w_in) -> LIFNeurons (name)`` with grid parameters and
+        ``tau = -dt / ln(1 - 2^-d)`` (the mapper rounds it back to ``d``; the float32 copy of ``tau``
+        is far inside the margin, at least 0.029 in ``log2``), in a GraphHolder."""
+        name = name or "XyloLIF"
+        lin, lif = self.to_float()
+        gl = lin.as_graph(f"{name}/w_in")
+        gn = lif.as_graph(name)
+        connect_modules(gl, gn)
+        return GraphHolder(list(gl.input_nodes), list(gn.output_nodes), name, self)
+
