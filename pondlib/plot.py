@@ -21,13 +21,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from pondlib.errors import PondError
 
-__all__ = ["raster", "traces", "compare"]
+__all__ = ["raster", "traces", "compare", "rasters", "accuracy_bars"]
 
 
 def _new_axes(ncols: int = 1, figsize: tuple[float, float] | None = None) -> tuple[Any, list[Any]]:
@@ -59,6 +59,14 @@ def _as_2d(values: Any, name: str, where: str) -> np.ndarray:
         raise PondError(f"{name} shape", value=tuple(arr.shape), limit="(T,) or (T, N) with T >= 1",
                         where=where, fix="pass one sample, time first (index a batch with x[0])")
     return arr
+
+
+def _integer_ticks(colorbar: Any) -> None:
+    """Whole-number ticks on a colorbar of counts (no 1.5 spikes)."""
+    from matplotlib.ticker import MaxNLocator
+
+    colorbar.locator = MaxNLocator(integer=True)
+    colorbar.update_ticks()
 
 
 def _time(T: int, dt: float | None) -> tuple[np.ndarray, str]:
@@ -94,12 +102,13 @@ def raster(spikes: Any, ax: Any = None, *, title: str = "spikes", dt: float | No
     ti, ni = np.nonzero(s > 0)
     counts = s[ti, ni]
     total = int(round(float(s[s > 0].sum())))
+    short = s.shape[0] <= 40                      # short runs: larger marks
     if counts.size and counts.max() > 1:
-        sc = ax.scatter(t[ti], ni, c=counts, s=12, marker="s", cmap="viridis", vmin=1,
+        sc = ax.scatter(t[ti], ni, c=counts, s=30 if short else 12, marker="s", cmap="viridis", vmin=1,
                         vmax=float(counts.max()))
-        fig.colorbar(sc, ax=ax, label=count_label)
+        _integer_ticks(fig.colorbar(sc, ax=ax, label=count_label))
     else:
-        ax.scatter(t[ti], ni, s=12, marker="|", color="black", label=f"spike ({total} in all)")
+        ax.scatter(t[ti], ni, s=60 if short else 12, marker="|", color="black", label=f"spike ({total} in all)")
         ax.legend(loc="upper right", fontsize="small")
     half = 0.5 * (t[1] - t[0]) if len(t) > 1 else 0.5
     ax.set_xlim(t[0] - half, t[-1] + half)
@@ -199,11 +208,115 @@ def compare(float_values: Any, device_values: Any, *, title: str = "float model 
             step = t[1] - t[0] if len(t) > 1 else 1.0
             im = ax.imshow(v.T, aspect="auto", origin="lower", interpolation="nearest", cmap="viridis",
                            extent=(t[0] - step / 2, t[-1] + step / 2, -0.5, v.shape[1] - 0.5))
-            fig.colorbar(im, ax=ax, label=unit)
+            cb = fig.colorbar(im, ax=ax, label=unit)
+            if v.size and np.array_equal(v, np.round(v)):
+                _integer_ticks(cb)
             ax.set_ylabel(ylabel)
         else:
             traces(v, ax, title=label, dt=dt, ylabel=unit, neurons=neurons, max_traces=max_traces)
         ax.set_xlabel(xlabel)
         ax.set_title(label)
     fig.suptitle(title)
+    return fig
+
+
+def rasters(panels: Mapping[str, Any], *, title: str = "spikes", dt: float | None = None,
+            ylabel: str = "neuron index", count_label: str = "spikes per step") -> Any:
+    """Several spike rasters of the same neurons side by side (one panel per model or device).
+
+    Each panel's title is its key followed by its spike total (no per-panel legend, which would
+    hide spikes in these small panels).
+
+    Args:
+        panels: panel title -> (T, N) spike counts (N equal in every panel; T may differ).
+        title: figure title.
+        dt: step in seconds (time in ms), or None (steps).
+        ylabel: neuron-axis label (shown on the first panel).
+        count_label: colorbar label for multi-spike counts.
+
+    Returns:
+        The :class:`~matplotlib.figure.Figure` (one axes per panel, plus colorbars where counts exceed 1).
+
+    Example:
+        >>> a = np.zeros((10, 3)); a[2, 1] = 1
+        >>> fig = rasters({"float": a, "chip": np.roll(a, 1, axis=0)}, dt=1e-3)
+        >>> [ax.get_title() for ax in fig.axes[:2]]
+        ['float\\n1 spike', 'chip\\n1 spike']
+    """
+    if not panels:
+        raise PondError("no panels", value=0, limit=">= 1", where="rasters",
+                        fix="pass a dict of title -> (T, N) spikes")
+    arrays = {k: _as_2d(v, f"panels[{k!r}]", "rasters") for k, v in panels.items()}
+    widths = {a.shape[1] for a in arrays.values()}
+    if len(widths) != 1:
+        raise PondError("neuron counts differ between panels", value=sorted(widths), limit="one count",
+                        where="rasters", fix="pass the same neurons in every panel")
+    fig, axes = _new_axes(len(arrays), figsize=(3.2 * len(arrays) + 0.8, 3.6))
+    for i, (ax, (label, arr)) in enumerate(zip(axes, arrays.items())):
+        total = int(round(float(arr[arr > 0].sum())))
+        raster(arr, ax, dt=dt, ylabel=ylabel if i == 0 else "", count_label=count_label,
+               title=f"{label}\n{total} spike{'' if total == 1 else 's'}")
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        n = arr.shape[1]
+        if n <= 32:
+            ax.set_yticks(range(n))
+            ax.tick_params(axis="y", labelsize="small" if n <= 16 else "x-small")
+        ax.grid(axis="y", alpha=0.25)
+    fig.suptitle(title)
+    return fig
+
+
+def accuracy_bars(results: Mapping[str, Mapping[str, float]], *, title: str = "accuracy",
+                  ylabel: str = "test accuracy (%)", chance: float | None = None,
+                  order: Sequence[str] | None = None) -> Any:
+    """Grouped bars: one group per device, one bar per model variant, each labelled with its value.
+
+    Args:
+        results: group (device) -> {bar label: accuracy in 0..1}. A group shows only its own bars,
+            centred; bars with the same label share a colour and one legend entry.
+        title, ylabel: axes title and value-axis label.
+        chance: the chance level (0..1), drawn as a dashed line when given.
+        order: the order of the bar labels within a group and in the legend (default: first seen).
+
+    Returns:
+        The :class:`~matplotlib.figure.Figure` (legend outside the axes, on the right).
+
+    Example:
+        >>> fig = accuracy_bars({"Xylo": {"float": 0.97, "device": 0.96}, "Siracusa": {"float": 0.97}},
+        ...                     chance=0.1)
+        >>> [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        ['float', 'device', 'chance (10%)']
+    """
+    if not results:
+        raise PondError("no results", value=0, limit=">= 1 group", where="accuracy_bars",
+                        fix="pass a dict of device -> {label: accuracy}")
+    labels: list[str] = list(order) if order is not None else []
+    for bars in results.values():
+        labels += [k for k in bars if k not in labels]
+    colors = {label: f"C{j}" for j, label in enumerate(labels)}
+    fig, axes = _new_axes(1, figsize=(2.0 * len(results) + 4.2, 4.2))
+    ax = axes[0]
+    width = 0.8 / max(max(len(b) for b in results.values()), 1)
+    handles: dict[str, Any] = {}
+    for i, bars in enumerate(results.values()):
+        present = [label for label in labels if label in bars]
+        for j, label in enumerate(present):
+            x = i + (j - (len(present) - 1) / 2) * width
+            cont = ax.bar([x], [100.0 * float(bars[label])], width * 0.92, color=colors[label], label=label)
+            ax.bar_label(cont, fmt="%.1f", fontsize="small", padding=2)
+            handles.setdefault(label, cont)
+    legend_handles = [handles[label] for label in labels if label in handles]
+    legend_labels = [label for label in labels if label in handles]
+    if chance is not None:
+        line = ax.axhline(100.0 * chance, color="grey", ls="--", lw=1)
+        legend_handles.append(line)
+        legend_labels.append(f"chance ({100.0 * chance:.0f}%)")
+    ax.set_xticks(range(len(results)), list(results))
+    ax.set_ylim(0, 108)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(legend_handles, legend_labels, loc="center left", bbox_to_anchor=(1.01, 0.5),
+              fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
     return fig
