@@ -5,6 +5,8 @@ A device package (``pondlib.devices.<name>``) imports from here and never from a
 
 from pondlib.devices.core.rules import Rule, check_rules, raise_violations
 from pondlib.devices.core.intmath import sat, wrap
+from pondlib.devices.core.lookup import as_graph, resolve_limits
 from pondlib.errors import Violation
 
-__all__ = ["Rule", "Violation", "check_rules", "raise_violations", "sat", "wrap"]
+__all__ = ["Rule", "Violation", "check_rules", "raise_violations", "sat", "wrap", "as_graph",
+           "resolve_limits"]

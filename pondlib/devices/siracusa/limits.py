@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pondlib.errors import ConfigError
+from pondlib.devices.core.lookup import resolve_limits
 
 __all__ = ["SiracusaLimits", "SIRACUSA", "LIMITS", "get_limits"]
 
@@ -73,13 +73,5 @@ LIMITS: dict[str, SiracusaLimits] = {"siracusa": SIRACUSA}
 
 
 def get_limits(limits: "SiracusaLimits | str | None" = None) -> SiracusaLimits:
-    """A limits instance from an instance, a short name (``"siracusa"``) or None (the default)."""
-    if limits is None:
-        return SIRACUSA
-    if isinstance(limits, SiracusaLimits):
-        return limits
-    key = str(limits).lower().strip()
-    if key not in LIMITS:
-        raise ConfigError("unknown Siracusa variant", value=limits, limit=sorted(LIMITS),
-                          fix="pass one of the names listed or a SiracusaLimits instance")
-    return LIMITS[key]
+    """A limits instance from an instance, a short name (``siracusa``), a display name, or None (the default)."""
+    return resolve_limits(limits, LIMITS, default=SIRACUSA, device="Siracusa")

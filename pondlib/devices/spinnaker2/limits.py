@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pondlib.errors import ConfigError
+from pondlib.devices.core.lookup import resolve_limits
 
 __all__ = ["SpiNNaker2Limits", "SPINNAKER2_CHIP", "SPINNAKER2_CHIP_HIGH", "SPINNAKER2_BOARD", "LIMITS",
            "get_limits"]
@@ -120,13 +120,5 @@ LIMITS: dict[str, SpiNNaker2Limits] = {
 
 
 def get_limits(limits: "SpiNNaker2Limits | str | None" = None) -> SpiNNaker2Limits:
-    """Return a limits instance from an instance, a short name (``chip``, ``chip300``, ``board``) or None."""
-    if limits is None:
-        return SPINNAKER2_CHIP
-    if isinstance(limits, SpiNNaker2Limits):
-        return limits
-    key = str(limits).lower().replace("spinnaker2", "").replace(" ", "").replace("_", "").replace("-", "")
-    if key not in LIMITS:
-        raise ConfigError("unknown SpiNNaker2 variant", value=limits, limit=sorted(LIMITS),
-                          fix="pass one of the names listed or a SpiNNaker2Limits instance")
-    return LIMITS[key]
+    """A limits instance from an instance, a short name (``chip``, ``chip300``, ``board``), a display name, or None (the default)."""
+    return resolve_limits(limits, LIMITS, default=SPINNAKER2_CHIP, device="SpiNNaker2")

@@ -83,8 +83,8 @@ import numpy as np
 from pondlib.devices.core.rules import raise_violations
 from pondlib.devices.spinnaker2.config import NEURON_MODELS, LIFOptions
 from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, get_limits
+from pondlib.devices.core.lookup import as_graph
 from pondlib.errors import ConstraintError, GraphError, Violation  # noqa: F401  (ConstraintError: doctests)
-from pondlib.graph.base import GraphModuleBase
 from pondlib.graph.modules import LIFNeurons, LinearWeights
 from pondlib.graph.utils import source_modules_of, topological_order
 
@@ -217,18 +217,6 @@ class Specification:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-def _as_graph(graph: Any) -> GraphModuleBase:
-    if isinstance(graph, GraphModuleBase):
-        return graph
-    if hasattr(graph, "as_graph") and callable(graph.as_graph):
-        g = graph.as_graph()
-        if isinstance(g, GraphModuleBase):
-            return g
-    raise GraphError("mapper input", value=type(graph).__name__,
-                     limit="a graph module or a pondlib.nn module with .as_graph()",
-                     fix="pass net.as_graph() or the pondlib.nn network itself")
-
-
 def _node_index(nodes: list) -> dict[int, int]:
     return {id(n): i for i, n in enumerate(nodes)}
 
@@ -320,7 +308,7 @@ def mapper(graph: Any, limits: SpiNNaker2Limits | str | None = None, *,
         GraphError: the input is not a graph.
     """
     lim = get_limits(limits)
-    g = _as_graph(graph)
+    g = as_graph(graph)
     ctx = _Ctx(lim)
     model = NEURON_MODELS.get(neuron_model)
     if model is None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pondlib.errors import ConfigError
+from pondlib.devices.core.lookup import resolve_limits
 
 __all__ = ["XyloLimits", "XYLO_AUDIO2", "XYLO_AUDIO3", "XYLO_IMU", "LIMITS", "get_limits"]
 
@@ -73,13 +73,5 @@ LIMITS: dict[str, XyloLimits] = {"audio2": XYLO_AUDIO2, "audio3": XYLO_AUDIO3, "
 
 
 def get_limits(limits: "XyloLimits | str | None" = None) -> XyloLimits:
-    """Return a limits instance from an instance, a short name (``audio2``, ``audio3``, ``imu``) or None."""
-    if limits is None:
-        return XYLO_AUDIO2
-    if isinstance(limits, XyloLimits):
-        return limits
-    key = str(limits).lower().replace("xylo", "").replace(" ", "").replace("_", "").replace("-", "")
-    if key not in LIMITS:
-        raise ConfigError("unknown Xylo variant", value=limits, limit=sorted(LIMITS),
-                          fix="pass one of the names listed or a XyloLimits instance")
-    return LIMITS[key]
+    """A limits instance from an instance, a short name (``audio2``, ``audio3``, ``imu``), a display name, or None (the default)."""
+    return resolve_limits(limits, LIMITS, default=XYLO_AUDIO2, device="Xylo")

@@ -77,8 +77,8 @@ import numpy as np
 from pondlib.devices.core.rules import raise_violations
 from pondlib.devices.xylo.limits import XyloLimits, get_limits
 from pondlib.devices.xylo.specification import MappingReport, Specification
+from pondlib.devices.core.lookup import as_graph
 from pondlib.errors import ConstraintError, GraphError, Violation  # noqa: F401  (ConstraintError: doctests)
-from pondlib.graph.base import GraphModuleBase
 from pondlib.graph.modules import AliasConnection, LIFNeurons, LinearWeights
 from pondlib.graph.utils import topological_order
 
@@ -164,18 +164,6 @@ def _param(ctx: _Ctx, module: Any, name: str, shape: tuple[int, ...]) -> np.ndar
                 f"replace the NaN/inf in {name}")
         return None
     return arr
-
-
-def _as_graph(graph: Any) -> GraphModuleBase:
-    if isinstance(graph, GraphModuleBase):
-        return graph
-    if hasattr(graph, "as_graph") and callable(graph.as_graph):
-        g = graph.as_graph()
-        if isinstance(g, GraphModuleBase):
-            return g
-    raise GraphError("mapper input", value=type(graph).__name__,
-                     limit="a graph module or a pondlib.nn module with .as_graph()",
-                     fix="pass net.as_graph() or the pondlib.nn network itself")
 
 
 class _Lif:
@@ -287,7 +275,7 @@ def mapper(graph: Any, limits: XyloLimits | str | None = None, *,
     """
     lim = get_limits(limits)
     ctx = _Ctx(lim, bool(drop_biases))
-    g = _as_graph(graph)
+    g = as_graph(graph)
     modules = topological_order(g)  # every module reachable from the graph's boundary, sources first
 
     lifs: list[_Lif] = []
