@@ -2,8 +2,8 @@ r"""A hand-derived adjoint (custom VJP) for a whole LIF layer over time.
 
 Automatic differentiation through ``lax.scan`` stores every intermediate of every step and runs many
 small kernels per step backwards; on CPU that dominates training time. :func:`lif_scan` runs the same
-forward loop (:func:`pondlib.nn.lif.lif_step`) and a backward loop of a few fused element-wise operations,
-with parameter gradients computed afterwards as vectorised reductions over time and batch.
+forward loop as :func:`pondlib.nn.lif.lif_step` and a backward loop of a few fused element-wise
+operations per step.
 
 With :math:`P_t` the membrane before reset, :math:`q_t = I_{t-1} + R(a_t)` the synaptic current before
 decay, :math:`a_t = x_t + s_{t-1} W`, :math:`s_t = S(P_t/\theta)` and surrogate slope
@@ -21,8 +21,30 @@ and the parameter gradients are :math:`\partial\alpha = \sum_t \lambda_{P,t} V_{
 :math:`\partial\beta = \sum_t \lambda_{I,t} q_t`, :math:`\partial b = \sum_t \lambda_{P,t}`,
 :math:`\partial W = \sum_t s_{t-1}^\top \bar x_t` and
 :math:`\partial\theta = \sum_t \lambda_{s,t}\,\partial_\theta s_t - \lambda_{V,t}(s_t + \theta\,\partial_\theta s_t)`
-with :math:`\partial_\theta s_t = -g(u_t)\,u_t/\theta`. Bars are incoming cotangents. The tests check
-these against automatic differentiation of the plain scan.
+with :math:`\partial_\theta s_t = -g(u_t)\,u_t/\theta`. Bars are incoming cotangents. The tests
+(``tests/nn/test_adjoint.py``) check these against automatic differentiation of the plain scan.
+
+Performance notes. On CPU a training step of a small network is dominated by XLA's time loops (a few
+microseconds per step and fused kernel) and by memory traffic; the design choices, each measured on
+``benchmarks/train_step.py``:
+
+- Minimal residuals, no full-length temporaries: the forward keeps the membrane before reset
+  :math:`P` and :math:`q` (written in place over the input buffer, which is dead afterwards); the
+  backward loop derives :math:`s_t`, :math:`V_t`, :math:`I_t = \beta q_t` and the surrogate slopes
+  from them inside the loop (the same operations as the forward step, so the same values).
+- In-place buffers: for k = 1 the input cotangent is written over the spike cotangent buffer. A
+  buffer updated in place is read only *after* its update in the same step (the next step's slice
+  is read from the updated buffer and carried); otherwise XLA copies the whole buffer every step.
+  Together with the small residual set this keeps the temporary memory of a training step small;
+  XLA's CPU runtime allocates it per call, and above ~32 MiB glibc maps it fresh each time, so
+  every page faults on first touch (this alone cost ~2x on the benchmark).
+- Parameter gradients accumulate per sample in the loop carry and are reduced over the batch once;
+  the terms of :math:`\partial\alpha` and :math:`\partial b` that need :math:`\lambda_{P,t+1}` are added
+  one step late from the carry, so no step reads two time slices of a stack.
+- Zero cotangents (unrecorded ``vmem``/``isyn``, an unused final state) are symbolic and skipped
+  (``symbolic_zeros=True``), and the input cotangent is not kept when the input is not differentiated.
+- Arrays keep a flat ``(..., N*k)`` synapse layout inside the loops: XLA on CPU handles arrays with a
+  trailing synapse axis of size 1 an order of magnitude more slowly.
 """
 
 from __future__ import annotations
@@ -31,101 +53,189 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
 
 from pondlib.nn.base import scan_steps
 
 __all__ = ["lif_scan"]
 
 
-def _forward(cap, surrogate, alpha, beta, threshold, bias, w_rec, x, state0):
-    from pondlib.nn.lif import LIFParameters, lif_step
+def _flat(a: jax.Array) -> jax.Array:
+    """(..., N, k) -> (..., N*k)."""
+    return a.reshape(a.shape[:-2] + (a.shape[-2] * a.shape[-1],))
 
-    p = LIFParameters(alpha, beta, threshold, bias, w_rec, cap, surrogate)
 
-    def step(s, xt):
-        spikes, s = lif_step(p, s, xt)
-        return s, (spikes, s.vmem, _flat(s.isyn))  # stacked flat: see _flat
+def _unflat(a: jax.Array, k: int) -> jax.Array:
+    """(..., N*k) -> (..., N, k)."""
+    return a.reshape(a.shape[:-1] + (a.shape[-1] // k, k))
 
-    final, (spikes, vmem, isyn) = scan_steps(step, state0, x)
-    return spikes, vmem, isyn.reshape(isyn.shape[:-1] + beta.shape), final
+
+def _syn_sum(i_flat: jax.Array, k: int) -> jax.Array:
+    """Sum the k synaptic currents of each neuron: (..., N*k) -> (..., N)."""
+    return i_flat if k == 1 else _unflat(i_flat, k).sum(-1)
+
+
+def _initial(state0, batch, n, k):
+    """The initial state broadcast to the batch, isyn flat."""
+    return (jnp.broadcast_to(_flat(state0.isyn), batch + (n * k,)),
+            jnp.broadcast_to(state0.vmem, batch + (n,)),
+            jnp.broadcast_to(state0.spikes, batch + (n,)))
+
+
+def _at(stack, t):
+    return jax.lax.dynamic_index_in_dim(stack, t, keepdims=False)
+
+
+def _put(stack, value, t):
+    return jax.lax.dynamic_update_index_in_dim(stack, value, t, 0)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0, 1))
 def lif_scan(cap, surrogate, alpha, beta, threshold, bias, w_rec, x, state0):
     """Evolve a LIF layer over time: ``x`` (T, *batch, N*k) -> ``(spikes, vmem, isyn, final_state)``
     with spikes and vmem (T, *batch, N), isyn (T, *batch, N, k). Same result as scanning ``lif_step``."""
-    return _forward(cap, surrogate, alpha, beta, threshold, bias, w_rec, x, state0)
+    n, k = beta.shape
+    beta_f = beta.reshape(n * k)
+
+    def step(carry, xt):
+        i, v, s = carry
+        a = xt if w_rec is None else xt + s @ w_rec
+        i = (i + a) * beta_f
+        p = v * alpha + _syn_sum(i, k) + bias
+        s = surrogate.spikes(p, threshold, cap)
+        v = p - s * threshold
+        return (i, v, s), (s, v, i)
+
+    (i_f, v_f, s_f), (spikes, vmem, isyn) = scan_steps(step, _initial(state0, x.shape[1:-1], n, k), x)
+    return spikes, vmem, _unflat(isyn, k), type(state0)(_unflat(i_f, k), v_f, s_f)
 
 
 def _fwd(cap, surrogate, alpha, beta, threshold, bias, w_rec, x, state0):
-    out = _forward(cap, surrogate, alpha, beta, threshold, bias, w_rec, x, state0)
-    spikes, vmem, isyn, _ = out
-    return out, (alpha, beta, threshold, bias, w_rec, x, state0, spikes, vmem, isyn)
+    """Forward pass keeping residuals: the membrane before reset ``P`` and the synaptic input before
+    decay ``q = I[t-1] + a[t]`` (written over the input buffer, which is dead afterwards). The
+    outputs are the plain scan's: ``vmem`` is emitted by the loop (and dropped by XLA when unused);
+    ``spikes`` and ``isyn = q * beta`` are computed after the loop by the step's own operations (one
+    vectorised pass each is cheaper than another stacked loop output)."""
+    vals = jax.tree_util.tree_map(lambda p: p.value, (alpha, beta, threshold, bias, w_rec, x, state0))
+    alpha, beta, threshold, bias, w_rec, xv, state0 = vals
+    n, k = beta.shape
+    beta_f = beta.reshape(n * k)
+    T = xv.shape[0]
+
+    def step(carry, t):
+        i, v, s, x_t, buf = carry
+        a = x_t if w_rec is None else x_t + s @ w_rec
+        q = i + a
+        i = q * beta_f
+        p = v * alpha + _syn_sum(i, k) + bias
+        s = surrogate.spikes(p, threshold, cap)
+        v = p - s * threshold
+        buf = _put(buf, q, t)
+        # the next input is read from the updated buffer: reads then follow the in-place update, so
+        # XLA needs no copy of the buffer
+        return (i, v, s, _at(buf, jnp.minimum(t + 1, T - 1)), buf), (p, v)
+
+    init = _initial(state0, xv.shape[1:-1], n, k) + (xv[0], xv)
+    (i_f, v_f, s_f, _, q), (pre, vmem) = scan_steps(step, init, jnp.arange(T))
+    spikes = surrogate.spikes(pre, threshold, cap)   # the step's own function of P: same values
+    isyn = _unflat(q * beta_f, k)
+    out = (spikes, vmem, isyn, type(state0)(_unflat(i_f, k), v_f, s_f))
+    # the last residual is a static flag (an empty pytree or None): whether dL/dx is wanted
+    res = (alpha, beta, threshold, w_rec, state0, pre, q, spikes if w_rec is not None else None,
+           () if x.perturbed or w_rec is not None else None)
+    return out, res
 
 
 def _bwd(cap, surrogate, res, cts):
-    alpha, beta, threshold, bias, w_rec, x, state0, spikes, vmem, isyn = res
+    alpha, beta, threshold, w_rec, state0, pre, q, spikes, dx_flag = res
+    want_dx = dx_flag is not None
     g_spikes, g_vmem, g_isyn, g_final = cts
     n, k = beta.shape
-    lead = x.shape[:-1]  # (T, *batch)
-
-    pre = vmem + spikes * threshold                      # membrane before reset, P_t
-    u = pre / threshold
-    g = surrogate.derivative(u, cap)
-    dsdp = g / threshold                                 # ds/dP
-    dsdth = -g * u / threshold                           # ds/dtheta at fixed P
-
-    # Work in the flat (..., N*k) layout: XLA on CPU reduces arrays with a trailing synapse axis of
-    # size 1 an order of magnitude slower than flat ones.
+    T = pre.shape[0]
+    batch = pre.shape[1:-1]
+    dtype = pre.dtype
     beta_f = beta.reshape(n * k)
     rep = (lambda a: a) if k == 1 else (lambda a: jnp.repeat(a, k, axis=-1))
-    g_isyn_f = _flat(g_isyn)
-    g_final_isyn_f = _flat(g_final.isyn)
 
-    lead_b = lead[1:]
-    v_prev = jnp.concatenate([jnp.broadcast_to(state0.vmem, lead_b + (n,))[None], vmem[:-1]])
-    s_prev = jnp.concatenate([jnp.broadcast_to(state0.spikes, lead_b + (n,))[None], spikes[:-1]])
-    i_prev = jnp.concatenate([jnp.broadcast_to(_flat(state0.isyn), lead_b + (n * k,))[None],
-                              _flat(isyn[:-1])])
-    q = i_prev + (x if w_rec is None else x + s_prev @ w_rec)   # synaptic input before decay
+    def given(c):
+        return None if isinstance(c, SymbolicZero) or c is None else c
 
-    def step(carry, inp):
-        lam_v_next, lam_q_next, lam_s_rec, acc = carry
-        gs, gv, gi, dsdp_t, dsdth_t, v_prev_t, q_t, s_t = inp
-        lam_s = gs + lam_s_rec
-        lam_v = gv + lam_v_next
-        lam_p = lam_v * (1.0 - threshold * dsdp_t) + lam_s * dsdp_t
-        lam_i = rep(lam_p) + lam_q_next + gi
+    g_spikes, g_vmem = given(g_spikes), given(g_vmem)
+    g_isyn = None if given(g_isyn) is None else _flat(g_isyn)
+    gf_i, gf_v, gf_s = (given(c) for c in g_final)
+    # dL/dx is written over the spike cotangents when their layout matches (k = 1)
+    in_place = want_dx and k == 1 and g_spikes is not None
+
+    zn = jnp.zeros(batch + (n,), dtype)
+    zq = jnp.zeros(batch + (n * k,), dtype)
+    _, v0, _ = _initial(state0, batch, n, k)
+    rec_layer = w_rec is not None
+    last = T - 1
+
+    def at_last(t, c):
+        return jnp.where(t == last, jnp.broadcast_to(c, batch + (n,)).astype(dtype), 0.0)
+
+    # The terms of dalpha and dbias that need lambda_P[t + 1] are added one step late, in step t, from
+    # the carry: lambda_P[t + 1] * V[t] with V[t] derived from this step's membrane.
+    def step(carry, t):
+        lam_p1, lam_q1, lam_s_rec, acc, gs_t, buf = carry
+        p_t = _at(pre, t)
+        s_t = surrogate.spikes(p_t, threshold, cap)
+        v_t = p_t - s_t * threshold                       # vmem after reset, as in the forward
+        u = p_t / threshold
+        g = surrogate.derivative(u, cap)
+        dsdp = g / threshold                                # ds/dP
+        dsdth = -g * u / threshold                          # ds/dtheta at fixed P
+        lam_s = zn if g_spikes is None else (gs_t if in_place else _at(g_spikes, t))
+        if rec_layer:
+            lam_s = lam_s + lam_s_rec
+        elif gf_s is not None and not in_place:
+            lam_s = lam_s + at_last(t, gf_s)
+        lam_v = alpha * lam_p1
+        if g_vmem is not None:
+            lam_v = lam_v + _at(g_vmem, t)
+        if gf_v is not None:
+            lam_v = lam_v + at_last(t, gf_v)
+        lam_p = lam_v * (1.0 - threshold * dsdp) + lam_s * dsdp
+        lam_i = rep(lam_p) + lam_q1
+        if g_isyn is not None:
+            lam_i = lam_i + _at(g_isyn, t)
         lam_q = beta_f * lam_i
-        rec = lam_q @ w_rec.T if w_rec is not None else jnp.zeros_like(lam_s_rec)
         a_alpha, a_beta, a_bias, a_th = acc
-        acc = (a_alpha + lam_p * v_prev_t, a_beta + lam_i * q_t, a_bias + lam_p,
-               a_th + (lam_s - threshold * lam_v) * dsdth_t - lam_v * s_t)
-        return (alpha * lam_p, lam_q, rec, acc), lam_q
+        acc = (a_alpha + lam_p1 * v_t, a_beta + lam_i * _at(q, t), a_bias + lam_p1,
+               a_th + (lam_s - threshold * lam_v) * dsdth - lam_v * s_t)
+        rec = lam_q @ w_rec.T if rec_layer else None
+        if in_place:   # as in the forward: read the next cotangent after the in-place update
+            buf = _put(buf, lam_q, t)
+            return (lam_p, lam_q, rec, acc, _at(buf, jnp.maximum(t - 1, 0)), buf), None
+        return (lam_p, lam_q, rec, acc, None, None), (lam_q if want_dx else None)
 
-    # parameter gradients accumulate in the carry (per sample), so the loop emits only dL/dx
-    zn = jnp.zeros(lead_b + (n,), x.dtype)
-    acc0 = (zn, jnp.zeros(lead_b + (n * k,), x.dtype), zn, zn)
-    carry0 = (g_final.vmem, g_final_isyn_f, g_final.spikes, acc0)
-    (d_v0, d_i0, d_s0, acc), dx = scan_steps(
-        step, carry0, (g_spikes, g_vmem, g_isyn_f, dsdp, dsdth, v_prev, q, spikes), reverse=True)
+    def full(c, like):
+        return like if c is None else jnp.broadcast_to(c, like.shape).astype(dtype)
 
-    bred = tuple(range(len(lead_b)))                     # reduce the accumulators over the batch
+    gs_last = None
+    if in_place:
+        gs_last = g_spikes[last] if gf_s is None or rec_layer else g_spikes[last] + gf_s
+    carry0 = (zn, zq if gf_i is None else full(_flat(gf_i), zq), full(gf_s, zn) if rec_layer else None,
+              (zn, zq, zn, zn), gs_last, g_spikes if in_place else None)
+    (lam_p0, d_i0, d_s0, acc, _, buf), dx = scan_steps(step, carry0, jnp.arange(T), reverse=True)
+    if in_place:
+        dx = buf
+    d_v0 = alpha * lam_p0
+    acc = (acc[0] + lam_p0 * v0, acc[1], acc[2] + lam_p0, acc[3])   # the late terms of step 0
+    if d_s0 is None:
+        d_s0 = zn
+
+    bred = tuple(range(len(batch)))                     # reduce the accumulators over the batch
     d_alpha, d_beta, d_bias, d_th = (jnp.sum(a, axis=bred) for a in acc)
     d_beta = d_beta.reshape(n, k)
     d_w = None
     if w_rec is not None:
+        s_prev = jnp.concatenate([_initial(state0, batch, n, k)[2][None], spikes[:-1]])
         d_w = s_prev.reshape(-1, n).T @ dx.reshape(-1, n * k)
-    d_i0 = d_i0.reshape(d_i0.shape[:-1] + (n, k))
-    d_state0 = type(state0)(_unbroadcast(d_i0, state0.isyn), _unbroadcast(d_v0, state0.vmem),
-                            _unbroadcast(d_s0, state0.spikes))
-    return d_alpha, d_beta, d_th, d_bias, d_w, dx, d_state0
-
-
-def _flat(a: jax.Array) -> jax.Array:
-    """(..., N, k) -> (..., N*k). XLA on CPU handles stacked arrays with a trailing synapse axis of
-    size 1 far more slowly than flat ones, so loops stack and reduce flat arrays."""
-    return a.reshape(a.shape[:-2] + (a.shape[-2] * a.shape[-1],))
+    d_state0 = type(state0)(_unbroadcast(_unflat(d_i0, k), state0.isyn),
+                            _unbroadcast(d_v0, state0.vmem), _unbroadcast(d_s0, state0.spikes))
+    return d_alpha, d_beta, d_th, d_bias, d_w, (dx if want_dx else None), d_state0
 
 
 def _unbroadcast(g: jax.Array, like: jax.Array) -> jax.Array:
@@ -134,4 +244,4 @@ def _unbroadcast(g: jax.Array, like: jax.Array) -> jax.Array:
     return g.sum(axis=tuple(range(extra))) if extra > 0 else g
 
 
-lif_scan.defvjp(_fwd, _bwd)
+lif_scan.defvjp(_fwd, _bwd, symbolic_zeros=True)
