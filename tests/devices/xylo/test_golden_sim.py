@@ -75,8 +75,7 @@ def test_golden_features_present():
 
 @pytest.mark.parametrize("q", QUANTIZERS)
 def test_golden_matches_xylosim_itself(case, q):
-    pytest.importorskip("xylosim", reason="xylosim (the reference simulator) is a test dependency")
-    from tests.devices.xylo.xylosim_oracle import run_oracle
+    from tests.devices.xylo.xylosim_oracle import run_oracle  # xylosim is a test dependency
 
     _, data = case
     out, rec = run_oracle(golden_config(data, q), data["input_raster"])
