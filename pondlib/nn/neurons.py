@@ -298,8 +298,8 @@ class _NIRNeuron(eqx.Module):
     # -- graph ----------------------------------------------------------------------------------
     def as_graph(self, name: str | None = None):
         """An exact :class:`~pondlib.graph.LIFNeurons` where one exists (see :meth:`CubaLIF.as_graph`),
-        else a :class:`NIRNeuronGroup` holding the NIR parameters (device mappers that do not
-        know it report it as unsupported)."""
+        else a :class:`NIRNeuronGroup` holding the NIR parameters (the Xylo mapper reports it as
+        one ``neuron_model`` violation with the remedy)."""
         name = f"{name or type(self).__name__} ({self._no_lif_reason()})"
         return NIRNeuronGroup._factory(self.size_in, self.size_out, name, self,
                                        kind=type(self).__name__, reset=self.reset, dt=self.dt,
@@ -365,7 +365,7 @@ class CubaLIF(_NIRNeuron):
     def as_graph(self, name: str | None = None):
         """:class:`~pondlib.graph.LIFNeurons` with the parameters of :meth:`lif_equivalent` (exact
         spikes) when it exists; otherwise a :class:`NIRNeuronGroup` (reset to zero / to ``v_reset``,
-        or decays outside (0, 1)), which the Xylo mapper reports as an unsupported module."""
+        or decays outside (0, 1)), which the Xylo mapper reports as one ``neuron_model`` violation."""
         eq = self.lif_equivalent()
         name = name or "CubaLIF"
         if eq is None:
@@ -496,8 +496,9 @@ class NIRNeuronGroup(GraphModule):
     """A NIR neuron layer in a pondlib graph that no device primitive represents exactly.
 
     Attributes: ``kind`` (the pondlib.nn class), ``reset``, ``dt`` (s), ``reason`` (why it is not a
-    :class:`~pondlib.graph.LIFNeurons`). The parameters are on ``computational_module``. Device
-    mappers that do not know it report it as an unsupported module, naming ``reason`` via the name.
+    :class:`~pondlib.graph.LIFNeurons`). The parameters are on ``computational_module``. The Xylo
+    mapper treats it as a neuron layer for every structural rule and reports it once as a
+    ``neuron_model`` violation whose remedy is built from ``reason``.
     """
 
     kind: str = ""

@@ -70,11 +70,13 @@ def test_braille_nested_equals_flat():
 
 
 def test_braille_to_xylo_mapper():
-    # reset to zero (the file's standard meaning): every broken rule is listed, naming the reason
+    # reset to v_reset (the file's standard meaning): one neuron_model per CubaLIF layer, saying how to
+    # import it, plus the biases -- no follow-on topology violations
     with pytest.raises(ConstraintError) as err:
         mapper(from_nir(DATA / "braille" / BRAILLE[0], dt=None))
-    assert {"linear_bias", "unsupported_module"} <= set(err.value.rules)
-    assert "reset='v_reset'" in str(err.value)
+    assert set(err.value.rules) == {"linear_bias", "neuron_model"}
+    assert err.value.rules.count("neuron_model") == 2
+    assert "reset to v_reset" in str(err.value) and "--reset subtract" in str(err.value)
     # imported with reset by subtraction the neurons are exact pondlib LIFs: only the biases remain
     with pytest.raises(ConstraintError) as err:
         mapper(from_nir(DATA / "braille" / BRAILLE[0], dt=None, reset="subtract"))

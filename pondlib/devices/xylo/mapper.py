@@ -19,6 +19,11 @@ Xylo runs one fixed topology (``docs/XYLO.md``)::
   ``W[p, i]`` of a matrix from hidden neuron ``a(p)`` lands at ``weights_rec[a(p), b(i // k), i % k]``;
 * an alias (a residual sum) ``source -> target`` becomes ``aliases[source] = target``.
 
+A :class:`~pondlib.nn.neurons.NIRNeuronGroup` (a NIR neuron layer with no exact LIF equivalent, e.g. a
+``CubaLIF`` imported with reset to zero or to ``v_reset``) counts as a neuron layer for every topology
+and size rule, so that it is reported once, as ``neuron_model`` (how to import or retrain it), rather
+than as an unknown module with follow-on topology violations.
+
 The specification is *float* and unquantized: weights, thresholds and biases are copied as they are,
 and the decay parameters are the unrounded
 
@@ -81,15 +86,22 @@ from pondlib.devices.core.lookup import as_graph
 from pondlib.errors import ConstraintError, GraphError, Violation  # noqa: F401  (ConstraintError: doctests)
 from pondlib.graph.modules import AliasConnection, LIFNeurons, LinearWeights
 from pondlib.graph.utils import topological_order
+from pondlib.nn.neurons import NIRNeuronGroup
 
 __all__ = ["mapper", "RULES", "SUPPORTED_MODULES"]
 
 #: Graph module types the Xylo mapper understands.
 SUPPORTED_MODULES: tuple[type, ...] = (LinearWeights, LIFNeurons, AliasConnection)
 
+#: Neuron layers for the topology and size rules: Xylo LIFs, and NIR neuron groups (reported as
+#: ``neuron_model``, never as ``unsupported_module``).
+_NEURON_TYPES: tuple[type, ...] = (LIFNeurons, NIRNeuronGroup)
+
 #: Every design rule the mapper checks: rule id -> what it requires.
 RULES: dict[str, str] = {
     "unsupported_module": "only LinearWeights, LIFNeurons and AliasConnection modules",
+    "neuron_model": "neurons are Xylo's LIF: exponential (bit-shift) decay, reset by subtraction "
+                    "(a NIR neuron group without an exact LIF equivalent breaks it)",
     "invalid_parameter": "parameters have the documented shapes, are finite, time constants and dt > 0",
     "input_through_weights": "graph input channels are read only by weights",
     "input_to_output": "input weights feed hidden neurons, never the output layer",
@@ -118,6 +130,12 @@ RULES: dict[str, str] = {
 }
 
 _SUPPORTED_NAMES = ", ".join(t.__name__ for t in SUPPORTED_MODULES)
+
+#: What Xylo's neurons are (the ``limit`` of a ``neuron_model`` violation).
+_XYLO_NEURON = "LIF with exponential (bit-shift) decay, reset by subtraction"
+_RESET_WORDS = {"v_reset": "reset to v_reset", "zero": "reset to zero",
+                "subtract": "reset by subtraction", "none": "no reset", "": "no reset",
+                "no_threshold": "no threshold (no spikes, no reset)"}
 
 
 @dataclass
@@ -166,12 +184,45 @@ def _param(ctx: _Ctx, module: Any, name: str, shape: tuple[int, ...]) -> np.ndar
     return arr
 
 
-class _Lif:
-    """A LIF layer as the mapper sees it: parameters checked, position in the chip."""
+def _group_name(m: NIRNeuronGroup) -> str:
+    """The group's name without the `` (reason)`` that :meth:`pondlib.nn.neurons.CubaLIF.as_graph`
+    appends to it (the reason goes to the remedy instead)."""
+    name, reason = str(m.name), str(getattr(m, "reason", "") or "")
+    suffix = f" ({reason})"
+    return name[:-len(suffix)] if reason and name.endswith(suffix) else name
 
-    def __init__(self, ctx: _Ctx, m: LIFNeurons) -> None:
+
+def _neuron_model_remedy(kind: str, reason: str) -> str:
+    """The group's ``reason`` rephrased as a fix, for users of the Python API and of ``pond map``."""
+    reason = reason.strip().rstrip(".")
+    if "import with reset='subtract'" in reason:
+        # "reset='v_reset': pondlib LIF (and Xylo) reset by subtraction; import with reset='subtract'
+        # if the network was trained that way" -- the reset itself is already the violation's value
+        if reason.startswith("reset=") and ": " in reason:
+            reason = reason.split(": ", 1)[1]
+        return (reason.replace("import with reset='subtract'",
+                               "import it with reset='subtract' (CLI: --reset subtract)")
+                + "; otherwise retrain it with reset by subtraction")
+    if reason.startswith("decay or gain"):
+        return (f"{kind}: {reason} (each per-step decay must lie in (0, 1): with the default Euler "
+                f"decay tau_syn and tau_mem > dt, check dt (CLI: --dt); and r * w_in > 0); fix the "
+                f"time constants or dt, or retrain")
+    what = reason or f"{kind} is not a LIF neuron"
+    return (f"{what}: Xylo runs only current-based LIF neurons; replace the {kind} layer by a "
+            f"CubaLIF (NIR) or pondlib.nn.LIF trained with reset by subtraction, and import the "
+            f"retrained file with reset='subtract' (CLI: --reset subtract)")
+
+
+class _Lif:
+    """A LIF layer as the mapper sees it: parameters checked, position in the chip.
+
+    A :class:`NIRNeuronGroup` is a layer too (topology, sizes, dt) without LIF parameters (``ok`` is
+    False); it is reported once as ``neuron_model``."""
+
+    def __init__(self, ctx: _Ctx, m: LIFNeurons | NIRNeuronGroup) -> None:
         self.m = m
-        self.name = m.name
+        self.group = isinstance(m, NIRNeuronGroup)
+        self.name = _group_name(m) if self.group else m.name
         self.role = "hidden"   # or "output"
         self.offset = 0        # first hardware id
         self.dt = float("nan")
@@ -179,9 +230,25 @@ class _Lif:
         self.n = m.size_out
         self.k = m.size_in // m.size_out if m.size_out and m.size_in % m.size_out == 0 else 0
         self.ok = self.k > 0
+        if self.group:
+            # one neuron_model violation; no LIF parameters to check (its dt still counts)
+            kind = str(getattr(m, "kind", "") or type(m).__name__)
+            reset = str(getattr(m, "reset", "") or "")
+            if getattr(m.computational_module, "v_threshold", 0) is None:   # LI, CubaLI, Integrator
+                reset = "no_threshold"
+            ctx.add("neuron_model", self.name, f"{kind}, {_RESET_WORDS.get(reset, f'reset {reset}')}",
+                    _XYLO_NEURON, _neuron_model_remedy(kind, str(getattr(m, "reason", "") or "")))
+            try:
+                dt = float(m.dt)
+            except (TypeError, ValueError):
+                dt = float("nan")
+            self.dt = dt if math.isfinite(dt) and dt > 0 else float("nan")  # (a Threshold has none)
         if not self.ok:
-            ctx.add("invalid_parameter", m.name, f"{m.size_in} inputs for {m.size_out} neurons",
+            ctx.add("invalid_parameter", self.name, f"{m.size_in} inputs for {m.size_out} neurons",
                     "N * k inputs for N neurons", "give a LIF layer k inputs per neuron")
+            return
+        if self.group:
+            self.ok = False
             return
         self.tau_mem = _param(ctx, m, "tau_mem", (self.n,))
         self.tau_syn = _param(ctx, m, "tau_syn", (self.n, self.k))
@@ -282,7 +349,7 @@ def mapper(graph: Any, limits: XyloLimits | str | None = None, *,
     weights: list[tuple[LinearWeights, np.ndarray | None]] = []
     aliases: list[AliasConnection] = []
     for m in modules:
-        if isinstance(m, LIFNeurons):
+        if isinstance(m, _NEURON_TYPES):
             lifs.append(_Lif(ctx, m))
         elif isinstance(m, LinearWeights):
             weights.append((m, _weights(ctx, m)))
@@ -415,6 +482,8 @@ def mapper(graph: Any, limits: XyloLimits | str | None = None, *,
                     spec_arrays[fname][ids], dash_error[fname][ids] = d, e
                 spec_arrays["threshold" + sfx][ids] = lif.threshold
                 spec_arrays["bias" + sfx][ids] = lif.bias
+        if lif.group:
+            continue
         try:
             lif_cap = float(lif.m.max_spikes_per_dt)
         except (TypeError, ValueError):
@@ -471,9 +540,9 @@ def mapper(graph: Any, limits: XyloLimits | str | None = None, *,
             for li, ch in lif_input.get(id(node), ()):
                 posts.append((c, li, ch))
             if len(node.sink_modules) > 1 or not isinstance(node.sink_modules[0] if node.sink_modules
-                                                            else None, LIFNeurons):
+                                                            else None, _NEURON_TYPES):
                 for s in node.sink_modules:
-                    if not isinstance(s, (LIFNeurons, LinearWeights)):
+                    if not isinstance(s, (*_NEURON_TYPES, LinearWeights)):
                         bad_sinks.add(f"{s.name} ({type(s).__name__})")
             if id(node) in out_position:
                 bad_sinks.add("the graph output")
@@ -517,7 +586,7 @@ def mapper(graph: Any, limits: XyloLimits | str | None = None, *,
                         rec_source[sub_pre[rec_source[sub_pre] < 0]] = wi
                 _accumulate(target, idx, block, sub_pre, post_key)
         post_ids = {id(lifs[li].m) for li in np.unique(post_li).tolist()}
-        is_recurrent = any(isinstance(s, LIFNeurons) and id(s) in post_ids
+        is_recurrent = any(isinstance(s, _NEURON_TYPES) and id(s) in post_ids
                            for node in m.input_nodes for s in node.source_modules)
         if used_hh and not is_recurrent:
             hops_hh.append(m.name)

@@ -252,6 +252,38 @@ def test_unsupported_module_lists_supported_types():
     assert "Pooling" in str(err)
 
 
+def test_nir_neuron_groups_reported_once_as_neuron_model():
+    # Braille (snnTorch) imported with reset to v_reset: its two CubaLIF layers have no exact Xylo LIF
+    # and become NIRNeuronGroups; they still count as neuron layers, so the only other violation is
+    # the biases of its three weight layers (no output_from_neurons / min_neuron_layers /
+    # weights_feed_neurons / unsupported_module noise)
+    from pathlib import Path
+
+    from pondlib.graph.nir import from_nir
+
+    path = Path(__file__).resolve().parents[2] / "data" / "nir" / "braille" / "braille_noDelay_bias_zero.nir"
+    net = from_nir(path, dt=1e-4, reset="v_reset")
+    groups = [m.name for m in find_modules(net.as_graph())[1] if type(m).__name__ == "NIRNeuronGroup"]
+    assert len(groups) == 2
+    with pytest.raises(ConstraintError) as info:
+        mapper(net)
+    err = info.value
+    assert set(err.rules) == {"neuron_model", "linear_bias"} and "neuron_model" in RULES
+    found = [v for v in err.violations if v.rule == "neuron_model"]
+    assert len(found) == len(groups)
+    # the plain module names: the reason the graph module's name carries goes to the remedy
+    assert sorted(v.module for v in found) == ["GraphNetwork/lif1.lif", "GraphNetwork/lif2"]
+    assert sorted(g.split(" (", 1)[0] for g in groups) == sorted(v.module for v in found)
+    for v in found:
+        assert v.value == "CubaLIF, reset to v_reset"
+        assert v.limit == "LIF with exponential (bit-shift) decay, reset by subtraction"
+        assert "reset='subtract'" in v.remedy and "--reset subtract" in v.remedy
+    # what remains once imported with reset by subtraction: the biases alone
+    with pytest.raises(ConstraintError) as info:
+        mapper(from_nir(path, dt=1e-4, reset="subtract"))
+    assert set(info.value.rules) == {"linear_bias"}
+
+
 def test_input_through_weights():
     h, b, o = g_lif(16, "hid"), g_lin(16, 2, "out_w"), g_lif(2, "out")
     v, err = violation(chain(h, b, o), "input_through_weights")
