@@ -70,6 +70,11 @@ def build_pondlib(x, y) -> tuple[Callable, tuple]:
                         nn.LIF(N_HID, tau_mem=TAU_MEM, tau_syn=TAU_SYN, dt=DT),
                         nn.Linear(N_HID, N_OUT, key=k2),
                         nn.LIF(N_OUT, tau_mem=TAU_MEM, tau_syn=TAU_SYN, dt=DT))
+    return _pondlib_step(net)
+
+
+def _pondlib_step(net) -> tuple[Callable, tuple]:
+    """One jitted step (forward + gradient + Adam) for any pondlib network; returns (step, carry)."""
     opt = optax.adam(LR)
 
     def loss(net, x, y):
@@ -94,21 +99,7 @@ def build_pondlib_xylo_aware(x, y) -> tuple[Callable, tuple]:
     from pondlib.transform import xylo_aware
 
     _, (net, _) = build_pondlib(x, y)
-    net = xylo_aware(net, "audio3", quantize="channel")
-    opt = optax.adam(LR)
-
-    def loss(net, x, y):
-        out, _, _ = net(x)
-        return _xent(out.sum(1), y)
-
-    @jax.jit
-    def step(carry, x, y):
-        net, opt_state = carry
-        value, grads = jax.value_and_grad(loss)(net, x, y)
-        updates, opt_state = opt.update(grads, opt_state, net)
-        return (optax.apply_updates(net, updates), opt_state), value
-
-    return step, (net, opt.init(net))
+    return _pondlib_step(xylo_aware(net, "audio3", quantize="channel"))
 
 
 def build_rockpool(x, y) -> tuple[Callable, tuple]:
