@@ -188,8 +188,9 @@ class LIFOptions:
 
 # -- configuration ---------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
-class PopulationConfig:
-    """One LIF population: float32 parameters per neuron (N,), as the M4F holds them.
+class NeuronParams:
+    """The neuron parameters of one LIF population, per neuron (N,), shared by the mapper's
+    specification and the configuration.
 
     ``alpha`` is ``alpha_decay`` (membrane decay per tick), ``exc_decay`` / ``inh_decay`` the current
     decays (``lif_curr_exp``; ignored by ``lif``), ``t_refrac`` the refractory ticks (int).
@@ -204,6 +205,21 @@ class PopulationConfig:
     exc_decay: np.ndarray
     inh_decay: np.ndarray
     t_refrac: np.ndarray
+
+    #: per-neuron fields and the dtype the M4F holds them in (float32 on its FPU, int tick counters)
+    ARRAY_DTYPES = {"threshold": np.float32, "alpha": np.float32, "i_offset": np.float32,
+                    "v_reset": np.float32, "exc_decay": np.float32, "inh_decay": np.float32,
+                    "t_refrac": np.int64}
+
+    def chip_arrays(self) -> dict[str, np.ndarray]:
+        """The per-neuron arrays cast to the chip's dtypes (copies)."""
+        return {f: np.array(getattr(self, f), dtype=dt) for f, dt in self.ARRAY_DTYPES.items()}
+
+
+@dataclass(frozen=True, eq=False)
+class PopulationConfig(NeuronParams):
+    """One LIF population of the configuration: float32 parameters per neuron (N,), as the M4F
+    holds them (see :class:`NeuronParams`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -389,12 +405,7 @@ def config_from_specification(spec: "Specification", options: LIFOptions | None 
                                         targets=tuple(sorted(targets_of.get((name, s.start), [])))))
     if problems:
         return None, False, ConfigError(problems=problems).args[0]
-    pops = tuple(PopulationConfig(
-        name=p.name, size=p.size, threshold=np.asarray(p.threshold, np.float32),
-        alpha=np.asarray(p.alpha, np.float32), i_offset=np.asarray(p.i_offset, np.float32),
-        v_reset=np.asarray(p.v_reset, np.float32), exc_decay=np.asarray(p.exc_decay, np.float32),
-        inh_decay=np.asarray(p.inh_decay, np.float32), t_refrac=np.asarray(p.t_refrac, np.int64))
-        for p in spec.populations)
+    pops = tuple(PopulationConfig(name=p.name, size=p.size, **p.chip_arrays()) for p in spec.populations)
     config = SpiNNaker2Config(neuron_model=spec.neuron_model, tick_s=spec.tick_s, n_input=sizes["input"],
                               populations=pops, output=spec.output, sources=sources, pes=tuple(pes),
                               routing=tuple(routing), options=opts, limits_name=lim.name)

@@ -81,7 +81,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from pondlib.devices.core.rules import raise_violations
-from pondlib.devices.spinnaker2.config import NEURON_MODELS, LIFOptions
+from pondlib.devices.spinnaker2.config import NEURON_MODELS, LIFOptions, NeuronParams
 from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, get_limits
 from pondlib.devices.core.lookup import as_graph
 from pondlib.errors import ConstraintError, GraphError, Violation  # noqa: F401  (ConstraintError: doctests)
@@ -126,18 +126,10 @@ class DeadlineWarning(RuntimeWarning):
 
 
 @dataclass(frozen=True, eq=False)
-class PopulationSpec:
-    """A population in chip units: float32 parameters (N,), and the weight scale ``s`` used."""
+class PopulationSpec(NeuronParams):
+    """A population in chip units: float32 parameters (N,) (:class:`NeuronParams`), and the weight
+    scale ``s`` used."""
 
-    name: str
-    size: int
-    threshold: np.ndarray
-    alpha: np.ndarray
-    i_offset: np.ndarray
-    v_reset: np.ndarray
-    exc_decay: np.ndarray
-    inh_decay: np.ndarray
-    t_refrac: np.ndarray
     scale: float
 
 

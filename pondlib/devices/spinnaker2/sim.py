@@ -264,8 +264,7 @@ class SpiNNaker2Sim:
         self.has_current = model.has_current
         self.slots = model.word.max_delay + 2
         self.pops = list(config.populations)
-        self.params = {p.name: LIFParams(p.threshold, p.alpha, p.i_offset, p.v_reset, p.exc_decay,
-                                         p.inh_decay, np.asarray(p.t_refrac, np.int64)) for p in self.pops}
+        self.params = {p.name: LIFParams(**p.chip_arrays()) for p in self.pops}
         sizes = {"input": config.n_input, **{p.name: p.size for p in self.pops}}
         # Decode every PE's synapse rows into dense magnitude matrices per (source, target, delay).
         acc: dict[tuple[str, str], list[np.ndarray]] = {}
