@@ -42,8 +42,12 @@ DT = 1e-3
 def float_network(n_hidden: int, key: jax.Array) -> nn.Sequential:
     """The plain float model (time constants not chosen for the chip, no caps)."""
     k1, k2 = jax.random.split(key)
-    return nn.Sequential(nn.Linear(16, n_hidden, key=k1), nn.LIF(n_hidden, tau_mem=0.02, tau_syn=0.002, dt=DT),
-                         nn.Linear(n_hidden, 10, key=k2), nn.LIF(10, tau_mem=0.02, tau_syn=0.002, dt=DT))
+    return nn.Sequential(
+        nn.Linear(16, n_hidden, key=k1),
+        nn.LIF(n_hidden, tau_mem=0.02, tau_syn=0.002, dt=DT),
+        nn.Linear(n_hidden, 10, key=k2),
+        nn.LIF(10, tau_mem=0.02, tau_syn=0.002, dt=DT),
+    )
 
 
 def optimizer(lr: float, steps: int) -> optax.GradientTransformation:
@@ -61,7 +65,7 @@ def on_chip(net, x: np.ndarray, *, record: bool = False, chunk: int = 150):
     outs, recs = [], []
     for start in range(0, len(x), chunk):
         sim.reset_state()
-        out, _, rec = sim.evolve(x[start:start + chunk], record=record)
+        out, _, rec = sim.evolve(x[start : start + chunk], record=record)
         outs.append(out)
         recs.append(rec)
     rec = {k: np.concatenate([r[k] for r in recs]) for k in recs[0]} if record else {}
@@ -91,8 +95,17 @@ def main(argv=None) -> dict:
     # 1. plain float training
     net = float_network(hidden, k_net)
     t0 = time.perf_counter()
-    net, hist = fit(net, data, "cross_entropy_sum", optimizer=optimizer(3e-3, epochs * n_steps), epochs=epochs,
-                    batch_size=64, key=k_fit, frozen=("tau_mem", "tau_syn"), console=console)
+    net, hist = fit(
+        net,
+        data,
+        "cross_entropy_sum",
+        optimizer=optimizer(3e-3, epochs * n_steps),
+        epochs=epochs,
+        batch_size=64,
+        key=k_fit,
+        frozen=("tau_mem", "tau_syn"),
+        console=console,
+    )
     t_float = time.perf_counter() - t0
     float_acc = evaluate(net, data.x_test, data.y_test)
 
@@ -112,43 +125,84 @@ def main(argv=None) -> dict:
     hw = xylo_aware(net, XYLO_AUDIO3, quantize="channel", learn_dash=True, delays=True)
     hw_before = evaluate(hw, data.x_test, data.y_test)
     t0 = time.perf_counter()
-    hw, hw_hist = fit(hw, data, "cross_entropy_sum", optimizer=optimizer(2e-3, hw_epochs * n_steps),
-                      epochs=hw_epochs, batch_size=64, key=k_hw, console=console)
+    hw, hw_hist = fit(
+        hw,
+        data,
+        "cross_entropy_sum",
+        optimizer=optimizer(2e-3, hw_epochs * n_steps),
+        epochs=hw_epochs,
+        batch_size=64,
+        key=k_hw,
+        console=console,
+    )
     t_hw = time.perf_counter() - t0
     hw_acc = evaluate(hw, data.x_test, data.y_test)
     qspec, hw_chip_out, chip_rec = on_chip(hw, data.x_test, record=True)
     chip_hw = accuracy(hw_chip_out, data.y_test)
     hw_out, _, hw_rec = hw(data.x_test.astype(np.float32), record=True)
-    cmp = compare_records(hw_rec, chip_rec, layer_map=layer_map_from_spec(qspec), delays=0,
-                          scales=qspec.quantization.scales, chip_output=hw_chip_out)
+    cmp = compare_records(
+        hw_rec,
+        chip_rec,
+        layer_map=layer_map_from_spec(qspec),
+        delays=0,
+        scales=qspec.quantization.scales,
+        chip_output=hw_chip_out,
+    )
     spike_agree = {name: c.stats["spikes"]["exact"] for name, c in cmp.items()}
     pred_agree = float(np.mean(np.argmax(np.asarray(hw_out).sum(1), -1) == np.argmax(hw_chip_out.sum(1), -1)))
 
-    table = Table(title=f"Digits on {XYLO_AUDIO3.name} ({hidden} hidden, T = {data.n_steps}, test split "
-                  f"of {len(data.y_test)})")
+    table = Table(
+        title=f"Digits on {XYLO_AUDIO3.name} ({hidden} hidden, T = {data.n_steps}, test split of {len(data.y_test)})"
+    )
     for col in ("model", "float acc", "chip acc", "chip - float", "train time"):
         table.add_column(col, justify="right" if col != "model" else "left")
-    table.add_row("plain float", f"{float_acc:.1%}", f"{chip_plain:.1%}",
-                  f"{(chip_plain - float_acc) * 100:+.1f} pt", f"{t_float:.0f} s ({epochs} ep)")
-    table.add_row("hardware-aware (fine-tuned)", f"{hw_acc:.1%}", f"{chip_hw:.1%}",
-                  f"{(chip_hw - hw_acc) * 100:+.1f} pt", f"{t_hw:.0f} s ({hw_epochs} ep)")
+    table.add_row(
+        "plain float",
+        f"{float_acc:.1%}",
+        f"{chip_plain:.1%}",
+        f"{(chip_plain - float_acc) * 100:+.1f} pt",
+        f"{t_float:.0f} s ({epochs} ep)",
+    )
+    table.add_row(
+        "hardware-aware (fine-tuned)",
+        f"{hw_acc:.1%}",
+        f"{chip_hw:.1%}",
+        f"{(chip_hw - hw_acc) * 100:+.1f} pt",
+        f"{t_hw:.0f} s ({hw_epochs} ep)",
+    )
     console.print(table)
     console.print(f"hardware-aware model before fine-tuning: {hw_before:.1%} (float net transformed as is)")
-    console.print(f"chip (HW-aware) vs plain float accuracy: {(chip_hw - float_acc) * 100:+.1f} points; "
-                  f"spike agreement HW-aware float vs chip: "
-                  + ", ".join(f"{k} {v:.4%}" for k, v in spike_agree.items())
-                  + f"; same prediction {pred_agree:.2%}")
+    console.print(
+        f"chip (HW-aware) vs plain float accuracy: {(chip_hw - float_acc) * 100:+.1f} points; "
+        f"spike agreement HW-aware float vs chip: "
+        + ", ".join(f"{k} {v:.4%}" for k, v in spike_agree.items())
+        + f"; same prediction {pred_agree:.2%}"
+    )
 
-    result = {"hidden": hidden, "T": data.n_steps, "epochs": epochs, "hw_epochs": hw_epochs, "seed": args.seed,
-              "float_acc": float_acc, "chip_acc_plain": chip_plain, "hw_float_acc_before_finetune": hw_before,
-              "hw_float_acc": hw_acc, "chip_acc_hw": chip_hw, "spike_agreement_hw_vs_chip": spike_agree,
-              "prediction_agreement_hw_vs_chip": pred_agree, "train_time_float_s": t_float,
-              "train_time_hw_s": t_hw, "audio2": audio2,
-              "dashes_hw": {"dash_mem": np.unique(np.asarray(qspec.dash_mem)).tolist(),
-                            "dash_syn": np.unique(np.asarray(qspec.dash_syn)).tolist(),
-                            "dash_mem_out": np.unique(np.asarray(qspec.dash_mem_out)).tolist(),
-                            "dash_syn_out": np.unique(np.asarray(qspec.dash_syn_out)).tolist()},
-              "final_loss": {"float": hist["loss"][-1], "hw": hw_hist["loss"][-1]}}
+    result = {
+        "hidden": hidden,
+        "T": data.n_steps,
+        "epochs": epochs,
+        "hw_epochs": hw_epochs,
+        "seed": args.seed,
+        "float_acc": float_acc,
+        "chip_acc_plain": chip_plain,
+        "hw_float_acc_before_finetune": hw_before,
+        "hw_float_acc": hw_acc,
+        "chip_acc_hw": chip_hw,
+        "spike_agreement_hw_vs_chip": spike_agree,
+        "prediction_agreement_hw_vs_chip": pred_agree,
+        "train_time_float_s": t_float,
+        "train_time_hw_s": t_hw,
+        "audio2": audio2,
+        "dashes_hw": {
+            "dash_mem": np.unique(np.asarray(qspec.dash_mem)).tolist(),
+            "dash_syn": np.unique(np.asarray(qspec.dash_syn)).tolist(),
+            "dash_mem_out": np.unique(np.asarray(qspec.dash_mem_out)).tolist(),
+            "dash_syn_out": np.unique(np.asarray(qspec.dash_syn_out)).tolist(),
+        },
+        "final_loss": {"float": hist["loss"][-1], "hw": hw_hist["loss"][-1]},
+    }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))

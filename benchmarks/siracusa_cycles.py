@@ -34,8 +34,10 @@ from pondlib.devices.siracusa import (
 def mlp_config() -> SiracusaConfig:
     rq = RequantShift(mul=1)
     sizes = (64, 64, 32, 10)
-    layers = tuple(QGemm(f"fc{i}", weight=np.zeros((a, b), dtype=np.int64), requant=rq)
-                   for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])))
+    layers = tuple(
+        QGemm(f"fc{i}", weight=np.zeros((a, b), dtype=np.int64), requant=rq)
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]))
+    )
     return SiracusaConfig(layers=layers, n_input=64)
 
 
@@ -54,18 +56,27 @@ def main() -> dict:
     t8 = sum(r.total for r in cycle_table(proxy, cores=8, tiled=False))
     ref = TUTORIAL_ANCHORS["speedup_1_to_8"]
     err = 100.0 * ((t1 / t8) / ref - 1)
-    result["speedup"] = {"proxy_1_core": round(t1), "proxy_8_cores": round(t8), "model": round(t1 / t8, 3),
-                         "tutorial": ref, "error_pct": round(err, 2),
-                         "note": "decoder proxy (d=64, ffn=256, 4 blocks, context 128), untiled in L2; "
-                                 "the tutorial's microLlama128 is 16.1 M -> 3.1 M cycles"}
-    print(f"\n1 -> 8 cores (decoder proxy, untiled in L2): {t1:,.0f} -> {t8:,.0f} cycles, "
-          f"speed-up {t1 / t8:.2f}x vs tutorial {ref}x ({err:+.1f}%)")
+    result["speedup"] = {
+        "proxy_1_core": round(t1),
+        "proxy_8_cores": round(t8),
+        "model": round(t1 / t8, 3),
+        "tutorial": ref,
+        "error_pct": round(err, 2),
+        "note": "decoder proxy (d=64, ffn=256, 4 blocks, context 128), untiled in L2; "
+        "the tutorial's microLlama128 is 16.1 M -> 3.1 M cycles",
+    }
+    print(
+        f"\n1 -> 8 cores (decoder proxy, untiled in L2): {t1:,.0f} -> {t8:,.0f} cycles, "
+        f"speed-up {t1 / t8:.2f}x vs tutorial {ref}x ({err:+.1f}%)"
+    )
 
     mlp = mlp_config()
-    for label, kw in (("1 core, L2", dict(cores=1, simd=False, tiled=False)),
-                      ("8 cores, L2", dict(cores=8, simd=False, tiled=False)),
-                      ("8 cores, tiled", dict(cores=8, simd=False, tiled=True)),
-                      ("8 cores, tiled, SIMD", dict(cores=8, simd=True, tiled=True))):
+    for label, kw in (
+        ("1 core, L2", dict(cores=1, simd=False, tiled=False)),
+        ("8 cores, L2", dict(cores=8, simd=False, tiled=False)),
+        ("8 cores, tiled", dict(cores=8, simd=False, tiled=True)),
+        ("8 cores, tiled, SIMD", dict(cores=8, simd=True, tiled=True)),
+    ):
         rows = cycle_table(mlp, **kw)
         result["tables"][f"mlp: {label}"] = [r.__dict__ for r in rows]
         print(f"\nMLP 64-64-32-10, {label}\n{format_cycle_table(rows)}")

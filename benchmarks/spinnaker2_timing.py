@@ -27,14 +27,23 @@ def main() -> dict:
     print("SpiNNaker2 DNN timing, 784-512-256-16 (model calibrated on the paper's figures)")
     print(report.table())
     paper = {
-        "total_us": a.total_s * 1e6, "fc1_us": a.fc1_s * 1e6, "fc1_fetch_us": a.fc1_fetch_s * 1e6,
-        "fc1_mla_us": a.fc1_mla_s * 1e6, "sched_per_layer_us": a.layer_overhead_s * 1e6,
-        "setup_us": a.setup_s * 1e6, "cleanup_us": a.cleanup_s * 1e6, "softmax_us": a.softmax_s * 1e6,
+        "total_us": a.total_s * 1e6,
+        "fc1_us": a.fc1_s * 1e6,
+        "fc1_fetch_us": a.fc1_fetch_s * 1e6,
+        "fc1_mla_us": a.fc1_mla_s * 1e6,
+        "sched_per_layer_us": a.layer_overhead_s * 1e6,
+        "setup_us": a.setup_s * 1e6,
+        "cleanup_us": a.cleanup_s * 1e6,
+        "softmax_us": a.softmax_s * 1e6,
     }
     model = {
-        "total_us": report.total_s * 1e6, "fc1_us": fc1.total_s * 1e6, "fc1_fetch_us": fc1.fetch_s * 1e6,
-        "fc1_mla_us": fc1.mla_s * 1e6, "sched_per_layer_us": fc1.overhead_s * 1e6,
-        "setup_us": report.setup_s * 1e6, "cleanup_us": report.cleanup_s * 1e6,
+        "total_us": report.total_s * 1e6,
+        "fc1_us": fc1.total_s * 1e6,
+        "fc1_fetch_us": fc1.fetch_s * 1e6,
+        "fc1_mla_us": fc1.mla_s * 1e6,
+        "sched_per_layer_us": fc1.overhead_s * 1e6,
+        "setup_us": report.setup_s * 1e6,
+        "cleanup_us": report.cleanup_s * 1e6,
         "softmax_us": report.softmax_s * 1e6,
     }
     print(f"\n{'quantity':<20} {'paper us':>9} {'model us':>9} {'error':>7}")
@@ -52,8 +61,12 @@ def main() -> dict:
         print(r.table())
     result = {
         "model": {k: getattr(PAPER_MODEL, k) for k in PAPER_MODEL.__dataclass_fields__},
-        "paper_784_512_256_16": {"paper": paper, "model": model, "relative_error": errors,
-                                 "breakdown": report.as_dict()},
+        "paper_784_512_256_16": {
+            "paper": paper,
+            "model": model,
+            "relative_error": errors,
+            "breakdown": report.as_dict(),
+        },
         "predictions": predictions,
         "machine": platform.platform(),
     }

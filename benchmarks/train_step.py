@@ -34,8 +34,8 @@ import os
 import platform
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -62,14 +62,17 @@ def _xent(counts, y):
 
 # -- one builder per framework: returns (step, carry); step(carry, x, y) -> (carry, loss) ------------
 
+
 def build_pondlib(x, y) -> tuple[Callable, tuple]:
     from pondlib import nn
 
     k1, k2 = jax.random.split(jax.random.PRNGKey(1))
-    net = nn.Sequential(nn.Linear(N_IN, N_HID, key=k1),
-                        nn.LIF(N_HID, tau_mem=TAU_MEM, tau_syn=TAU_SYN, dt=DT),
-                        nn.Linear(N_HID, N_OUT, key=k2),
-                        nn.LIF(N_OUT, tau_mem=TAU_MEM, tau_syn=TAU_SYN, dt=DT))
+    net = nn.Sequential(
+        nn.Linear(N_IN, N_HID, key=k1),
+        nn.LIF(N_HID, tau_mem=TAU_MEM, tau_syn=TAU_SYN, dt=DT),
+        nn.Linear(N_HID, N_OUT, key=k2),
+        nn.LIF(N_OUT, tau_mem=TAU_MEM, tau_syn=TAU_SYN, dt=DT),
+    )
     return _pondlib_step(net)
 
 
@@ -111,8 +114,9 @@ def build_rockpool(x, y) -> tuple[Callable, tuple]:
         from rockpool.nn.modules import LIFJax, LinearJax
 
     def lif(n):
-        return LIFJax(n, tau_mem=np.full(n, TAU_MEM), tau_syn=np.full(n, TAU_SYN),
-                      bias=np.zeros(n), threshold=np.ones(n), dt=DT)
+        return LIFJax(
+            n, tau_mem=np.full(n, TAU_MEM), tau_syn=np.full(n, TAU_SYN), bias=np.zeros(n), threshold=np.ones(n), dt=DT
+        )
 
     net = Sequential(LinearJax((N_IN, N_HID)), lif(N_HID), LinearJax((N_HID, N_OUT)), lif(N_OUT))
     params = net.parameters()
@@ -145,11 +149,15 @@ def build_spyx(x, y) -> tuple[Callable, tuple]:
     def cuba(n):
         layer = spyx.nn.CuBaLIF((n,), rngs=rngs)
         layer.alpha = nnx.Param(jnp.full((n,), math.exp(-DT / TAU_SYN), jnp.float32))  # synaptic decay
-        layer.beta = nnx.Param(jnp.full((n,), math.exp(-DT / TAU_MEM), jnp.float32))   # membrane decay
+        layer.beta = nnx.Param(jnp.full((n,), math.exp(-DT / TAU_MEM), jnp.float32))  # membrane decay
         return layer
 
-    model = spyx.nn.Sequential(nnx.Linear(N_IN, N_HID, use_bias=False, rngs=rngs), cuba(N_HID),
-                               nnx.Linear(N_HID, N_OUT, use_bias=False, rngs=rngs), cuba(N_OUT))
+    model = spyx.nn.Sequential(
+        nnx.Linear(N_IN, N_HID, use_bias=False, rngs=rngs),
+        cuba(N_HID),
+        nnx.Linear(N_HID, N_OUT, use_bias=False, rngs=rngs),
+        cuba(N_OUT),
+    )
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     opt = optax.adam(LR)
 
@@ -167,14 +175,19 @@ def build_spyx(x, y) -> tuple[Callable, tuple]:
     return step, (params, opt.init(params), rest)
 
 
-FRAMEWORKS = {"pondlib": build_pondlib, "pondlib-xylo-aware": build_pondlib_xylo_aware,
-              "rockpool": build_rockpool, "spyx": build_spyx}
+FRAMEWORKS = {
+    "pondlib": build_pondlib,
+    "pondlib-xylo-aware": build_pondlib_xylo_aware,
+    "rockpool": build_rockpool,
+    "spyx": build_spyx,
+}
 IMPORTS = {"pondlib": "pondlib", "pondlib-xylo-aware": "pondlib", "rockpool": "rockpool", "spyx": "spyx"}
 
 
 def _version(module: str) -> str | None:
     try:
         from importlib.metadata import version
+
         return version(module)
     except Exception:  # noqa: BLE001 - best effort
         return None
@@ -208,11 +221,16 @@ def run(names: list[str], rounds: int, steps: int, warmup: int = 2) -> dict:
             results[name] = {"status": f"failed: {type(err).__name__}: {err}"[:300]}
             continue
         built[name] = (step, carry)
-        results[name] = {"status": "ok", "version": _version(name), "compile_s": compile_s,
-                         "first_loss": float(value), "times_s": []}
+        results[name] = {
+            "status": "ok",
+            "version": _version(name),
+            "compile_s": compile_s,
+            "first_loss": float(value),
+            "times_s": [],
+        }
         if name.startswith("pondlib"):
             results[name]["version"] = _version("pondlib")
-    for _ in range(rounds):                 # interleave: every framework sees the same background load
+    for _ in range(rounds):  # interleave: every framework sees the same background load
         for name, (step, carry) in built.items():
             times = results[name]["times_s"]
             for _ in range(steps):
@@ -224,8 +242,12 @@ def run(names: list[str], rounds: int, steps: int, warmup: int = 2) -> dict:
             results[name]["last_loss"] = float(value)
     for name in built:
         t = np.asarray(results[name]["times_s"])
-        results[name].update(median_ms=float(np.median(t) * 1e3), min_ms=float(t.min() * 1e3),
-                             steps_per_s=float(1.0 / np.median(t)), n_timed=int(t.size))
+        results[name].update(
+            median_ms=float(np.median(t) * 1e3),
+            min_ms=float(t.min() * 1e3),
+            steps_per_s=float(1.0 / np.median(t)),
+            n_timed=int(t.size),
+        )
     ref = results.get("pondlib", {}).get("steps_per_s")
     for name in built:
         if ref and name != "pondlib":
@@ -237,19 +259,32 @@ def report(results: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"Training step: Linear({N_IN}->{N_HID}) -> LIF -> Linear({N_HID}->{N_OUT}) -> LIF, "
-                        f"B={BATCH}, T={STEPS_T}, Adam")
-    for col, just in (("framework", "left"), ("version", "left"), ("steps/s", "right"),
-                      ("median ms", "right"), ("min ms", "right"), ("pondlib is", "right")):
+    table = Table(
+        title=f"Training step: Linear({N_IN}->{N_HID}) -> LIF -> Linear({N_HID}->{N_OUT}) -> LIF, "
+        f"B={BATCH}, T={STEPS_T}, Adam"
+    )
+    for col, just in (
+        ("framework", "left"),
+        ("version", "left"),
+        ("steps/s", "right"),
+        ("median ms", "right"),
+        ("min ms", "right"),
+        ("pondlib is", "right"),
+    ):
         table.add_column(col, justify=just)
     for name, r in results.items():
         if r["status"] != "ok":
             table.add_row(name, "", r["status"], "", "", "")
             continue
-        ratio = "" if name == "pondlib" else (
-            f"{r['pondlib_speedup']:.1f}x faster" if "pondlib_speedup" in r else "")
-        table.add_row(name, r.get("version") or "", f"{r['steps_per_s']:.1f}", f"{r['median_ms']:.2f}",
-                      f"{r['min_ms']:.2f}", ratio)
+        ratio = "" if name == "pondlib" else (f"{r['pondlib_speedup']:.1f}x faster" if "pondlib_speedup" in r else "")
+        table.add_row(
+            name,
+            r.get("version") or "",
+            f"{r['steps_per_s']:.1f}",
+            f"{r['median_ms']:.2f}",
+            f"{r['min_ms']:.2f}",
+            ratio,
+        )
     Console().print(table)
 
 
@@ -268,12 +303,25 @@ def main(argv: list[str] | None = None) -> dict:
     report(results)
     if args.json:
         out = {
-            "workload": {"batch": BATCH, "time_steps": STEPS_T, "n_in": N_IN, "n_hidden": N_HID,
-                         "n_out": N_OUT, "tau_mem": TAU_MEM, "tau_syn": TAU_SYN, "dt": DT,
-                         "input_rate": INPUT_RATE, "optimizer": f"adam({LR})"},
-            "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                        "jax": jax.__version__, "cpu_count": os.cpu_count(),
-                        "device": str(jax.devices()[0])},
+            "workload": {
+                "batch": BATCH,
+                "time_steps": STEPS_T,
+                "n_in": N_IN,
+                "n_hidden": N_HID,
+                "n_out": N_OUT,
+                "tau_mem": TAU_MEM,
+                "tau_syn": TAU_SYN,
+                "dt": DT,
+                "input_rate": INPUT_RATE,
+                "optimizer": f"adam({LR})",
+            },
+            "machine": {
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "jax": jax.__version__,
+                "cpu_count": os.cpu_count(),
+                "device": str(jax.devices()[0]),
+            },
             "results": {k: {kk: vv for kk, vv in v.items() if kk != "times_s"} for k, v in results.items()},
         }
         path = Path(args.json)

@@ -40,7 +40,8 @@ def build(n_hidden: int, density: float = 0.05, seed: int = 0) -> nn.Sequential:
         nn.Linear(16, n_hidden, weight=rng.normal(scale=0.1, size=(16, n_hidden))),
         nn.LIF(n_hidden, tau_mem=0.02, tau_syn=0.01, w_rec=w_rec),
         nn.Linear(n_hidden, 8, weight=rng.normal(scale=0.1, size=(n_hidden, 8))),
-        nn.LIF(8, tau_mem=0.02, tau_syn=0.01))
+        nn.LIF(8, tau_mem=0.02, tau_syn=0.01),
+    )
 
 
 def run(n_hidden: int, repeats: int) -> dict:
@@ -64,9 +65,16 @@ def run(n_hidden: int, repeats: int) -> dict:
     med = {k: statistics.median(v) for k, v in stages.items()}
     med["total"] = sum(med.values())
     med["total_without_as_graph"] = med["total"] - med["as_graph"]
-    return {"n_hidden": n_hidden, "repeats": repeats, "median_ms": med, "target_ms": TARGET_MS,
-            "reference_tool_ms": REFERENCE_MS, "nonzero_w_rec": int(np.count_nonzero(q.weights_rec)),
-            "python": platform.python_version(), "machine": platform.machine()}
+    return {
+        "n_hidden": n_hidden,
+        "repeats": repeats,
+        "median_ms": med,
+        "target_ms": TARGET_MS,
+        "reference_tool_ms": REFERENCE_MS,
+        "nonzero_w_rec": int(np.count_nonzero(q.weights_rec)),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
 
 
 def main() -> None:

@@ -32,8 +32,8 @@ from pondlib.devices.xylo.sim import XyloSim
 T_STEPS = 10_000
 N_IN = 16
 N_OUT = 8
-RATE = 0.05          # events per channel per step
-DENSITY_REC = 0.05   # fraction of hidden neurons each hidden neuron projects to
+RATE = 0.05  # events per channel per step
+DENSITY_REC = 0.05  # fraction of hidden neurons each hidden neuron projects to
 BATCH = 64
 
 
@@ -52,13 +52,25 @@ def benchmark_config(n_hidden: int, seed: int = 0) -> XyloConfig:
         w_rec[j, post, syn] = rng.choice(np.r_[-16:0, 1:16], size=fan)
     w_out = rng.integers(-128, 128, size=(n_hidden, N_OUT))
     return XyloConfig(
-        weights_in=w_in, weights_rec=w_rec, weights_out=w_out,
-        dash_mem=np.full(n_hidden, 2), dash_syn=np.full(n_hidden, 1), dash_syn_2=np.full(n_hidden, 3),
-        dash_mem_out=np.full(N_OUT, 3), dash_syn_out=np.full(N_OUT, 2),
-        threshold=rng.integers(900, 1100, size=n_hidden), bias=np.zeros(n_hidden, dtype=np.int64),
-        threshold_out=np.full(N_OUT, 600), bias_out=np.zeros(N_OUT, dtype=np.int64),
-        aliases=-np.ones(n_hidden, dtype=np.int64), weight_shift_in=2, weight_shift_rec=0,
-        weight_shift_out=0, bias_enable=False, dt=1e-3)
+        weights_in=w_in,
+        weights_rec=w_rec,
+        weights_out=w_out,
+        dash_mem=np.full(n_hidden, 2),
+        dash_syn=np.full(n_hidden, 1),
+        dash_syn_2=np.full(n_hidden, 3),
+        dash_mem_out=np.full(N_OUT, 3),
+        dash_syn_out=np.full(N_OUT, 2),
+        threshold=rng.integers(900, 1100, size=n_hidden),
+        bias=np.zeros(n_hidden, dtype=np.int64),
+        threshold_out=np.full(N_OUT, 600),
+        bias_out=np.zeros(N_OUT, dtype=np.int64),
+        aliases=-np.ones(n_hidden, dtype=np.int64),
+        weight_shift_in=2,
+        weight_shift_rec=0,
+        weight_shift_out=0,
+        bias_enable=False,
+        dt=1e-3,
+    )
 
 
 def _synapses(w: np.ndarray, synapse_cls) -> list:
@@ -78,15 +90,24 @@ def xylosim_layer(config: XyloConfig):
 
     k = config.n_synapses
     args = (
-        _synapses(config.weights_in, XyloSynapse), _synapses(config.weights_rec, XyloSynapse),
+        _synapses(config.weights_in, XyloSynapse),
+        _synapses(config.weights_rec, XyloSynapse),
         _synapses(config.weights_out, XyloSynapse),
         [[int(a)] if a >= 0 else [] for a in config.aliases],
-        config.threshold.tolist(), config.threshold_out.tolist(), bool(config.bias_enable),
-        config.bias.tolist(), config.bias_out.tolist(), int(config.weight_shift_in),
-        int(config.weight_shift_rec), int(config.weight_shift_out), config.dash_mem.tolist(),
+        config.threshold.tolist(),
+        config.threshold_out.tolist(),
+        bool(config.bias_enable),
+        config.bias.tolist(),
+        config.bias_out.tolist(),
+        int(config.weight_shift_in),
+        int(config.weight_shift_rec),
+        int(config.weight_shift_out),
+        config.dash_mem.tolist(),
         config.dash_mem_out.tolist(),
         [[int(a)] if k == 1 else [int(a), int(b)] for a, b in zip(config.dash_syn, config.dash_syn_2)],
-        [[int(v)] for v in config.dash_syn_out], "bench")
+        [[int(v)] for v in config.dash_syn_out],
+        "bench",
+    )
     return XyloLayer(*args), args
 
 
@@ -134,6 +155,7 @@ def run(sizes: list[int], repeats: int, xylosim_samples: int, seed: int = 0) -> 
             def go():
                 sim.reset_state()
                 return sim.evolve(x, record=record)
+
             return go
 
         t_off = _median_time(pond(x1, False), repeats)
@@ -162,7 +184,10 @@ def run(sizes: list[int], repeats: int, xylosim_samples: int, seed: int = 0) -> 
         parity = _parity(config, x1[:2000])
 
         r = {
-            "n_hidden": n, "T": T_STEPS, "batch": BATCH, "hidden_spike_fraction": hidden_rate,
+            "n_hidden": n,
+            "T": T_STEPS,
+            "batch": BATCH,
+            "hidden_spike_fraction": hidden_rate,
             "output_spikes": int(out.sum()),
             "pond_steps_per_s_record_off": T_STEPS / t_off,
             "pond_steps_per_s_record_on": T_STEPS / t_on,
@@ -184,8 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1000])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--xylosim-samples", type=int, default=4,
-                    help="samples in xylosim's batch loop (its throughput does not depend on it)")
+    ap.add_argument(
+        "--xylosim-samples",
+        type=int,
+        default=4,
+        help="samples in xylosim's batch loop (its throughput does not depend on it)",
+    )
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "xylo_sim.json"))
     args = ap.parse_args(argv)
 
@@ -194,26 +223,41 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"Xylo simulator: pondlib vs xylosim (T={T_STEPS}, 16 in, 8 out, "
-                        f"Poisson {RATE}/channel/step)")
-    for col in ("N hid", "spk frac", "xylosim steps/s", "pond off", "x", "pond on", "x",
-                f"xylosim B={BATCH}", f"pond B={BATCH}", "x", "parity"):
+    table = Table(title=f"Xylo simulator: pondlib vs xylosim (T={T_STEPS}, 16 in, 8 out, Poisson {RATE}/channel/step)")
+    for col in (
+        "N hid",
+        "spk frac",
+        "xylosim steps/s",
+        "pond off",
+        "x",
+        "pond on",
+        "x",
+        f"xylosim B={BATCH}",
+        f"pond B={BATCH}",
+        "x",
+        "parity",
+    ):
         table.add_column(col, justify="right")
     for r in results:
         table.add_row(
-            str(r["n_hidden"]), f"{r['hidden_spike_fraction']:.3f}",
+            str(r["n_hidden"]),
+            f"{r['hidden_spike_fraction']:.3f}",
             f"{r['xylosim_steps_per_s']:,.0f}",
-            f"{r['pond_steps_per_s_record_off']:,.0f}", f"{r['ratio_record_off']:.1f}",
-            f"{r['pond_steps_per_s_record_on']:,.0f}", f"{r['ratio_record_on']:.1f}",
+            f"{r['pond_steps_per_s_record_off']:,.0f}",
+            f"{r['ratio_record_off']:.1f}",
+            f"{r['pond_steps_per_s_record_on']:,.0f}",
+            f"{r['ratio_record_on']:.1f}",
             f"{r['xylosim_batch_sample_steps_per_s']:,.0f}",
-            f"{r['pond_batch_sample_steps_per_s']:,.0f}", f"{r['ratio_batch']:.1f}",
-            "OK" if r["parity"] else "FAIL")
+            f"{r['pond_batch_sample_steps_per_s']:,.0f}",
+            f"{r['ratio_batch']:.1f}",
+            "OK" if r["parity"] else "FAIL",
+        )
     Console(width=200).print(table)
 
     payload = {
-        "benchmark": "xylo_sim", "units": "steps/s (single sample), sample-steps/s (batch)",
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "cpus": os.cpu_count()},
+        "benchmark": "xylo_sim",
+        "units": "steps/s (single sample), sample-steps/s (batch)",
+        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
         "results": results,
     }
     out = Path(args.out)

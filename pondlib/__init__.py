@@ -1,8 +1,9 @@
 """pondlib: spiking neural networks from JAX training to bit-exact neuromorphic deployment.
 
-Subpackages: :mod:`pondlib.nn` (float modules), :mod:`pondlib.graph` (graphs as data, NIR),
+Subpackages: :mod:`pondlib.nn` (float modules), :mod:`pondlib.graph` (graphs as data),
 :mod:`pondlib.transform` (quantizers, hardware-aware training), :mod:`pondlib.devices` (``xylo``,
-``spinnaker2``, ``siracusa``), :mod:`pondlib.training`, :mod:`pondlib.datasets`, :mod:`pondlib.plot`,
+``spinnaker2``, ``siracusa``), :mod:`pondlib.interop` (NIR), :mod:`pondlib.training`,
+:mod:`pondlib.datasets`, :mod:`pondlib.plot`,
 :mod:`pondlib.io`, :mod:`pondlib.errors`. Only ``errors``, ``graph`` and ``nn`` are imported eagerly.
 """
 

@@ -44,9 +44,9 @@ from pondlib.errors import PondError
 
 __all__ = ["EventDataset", "load_digits_events", "encode_digits"]
 
-_SCAN_STEPS = 8          # an 8 x 8 image is scanned in 8 steps
-_MAX_COUNT = 15          # Xylo input counter: at most 15 events per channel per step
-_MAX_INTENSITY = 16      # scikit-learn digits pixels are 0..16
+_SCAN_STEPS = 8  # an 8 x 8 image is scanned in 8 steps
+_MAX_COUNT = 15  # Xylo input counter: at most 15 events per channel per step
+_MAX_INTENSITY = 16  # scikit-learn digits pixels are 0..16
 
 
 @dataclass(frozen=True)
@@ -103,19 +103,33 @@ def encode_digits(images: np.ndarray, T: int = 12) -> np.ndarray:
     """
     images = np.asarray(images)
     if images.ndim != 3 or images.shape[1:] != (8, 8):
-        raise PondError("digit images shape", value=tuple(images.shape), limit="(N, 8, 8)",
-                        where="encode_digits", fix="pass images of 8 x 8 pixels")
+        raise PondError(
+            "digit images shape",
+            value=tuple(images.shape),
+            limit="(N, 8, 8)",
+            where="encode_digits",
+            fix="pass images of 8 x 8 pixels",
+        )
     if not isinstance(T, (int, np.integer)) or T < _SCAN_STEPS:
-        raise PondError("number of steps T", value=T, limit=f"an int >= {_SCAN_STEPS}",
-                        where="encode_digits", fix=f"use T >= {_SCAN_STEPS} (one step per row)")
+        raise PondError(
+            "number of steps T",
+            value=T,
+            limit=f"an int >= {_SCAN_STEPS}",
+            where="encode_digits",
+            fix=f"use T >= {_SCAN_STEPS} (one step per row)",
+        )
     if not np.all(np.isfinite(images)) or images.min() < 0 or images.max() > _MAX_INTENSITY:
-        raise PondError("digit intensities", value=(float(np.nanmin(images)), float(np.nanmax(images))),
-                        limit=f"finite values in 0..{_MAX_INTENSITY}", where="encode_digits",
-                        fix="pass scikit-learn digits images (load_digits().images)")
+        raise PondError(
+            "digit intensities",
+            value=(float(np.nanmin(images)), float(np.nanmax(images))),
+            limit=f"finite values in 0..{_MAX_INTENSITY}",
+            where="encode_digits",
+            fix="pass scikit-learn digits images (load_digits().images)",
+        )
     counts = np.rint(images * (_MAX_COUNT / _MAX_INTENSITY)).astype(np.int32)
     x = np.zeros((images.shape[0], int(T), 16), dtype=np.int32)
-    x[:, :_SCAN_STEPS, :8] = counts                               # step t: row t
-    x[:, :_SCAN_STEPS, 8:] = np.swapaxes(counts, 1, 2)            # step t: column t
+    x[:, :_SCAN_STEPS, :8] = counts  # step t: row t
+    x[:, :_SCAN_STEPS, 8:] = np.swapaxes(counts, 1, 2)  # step t: column t
     return x
 
 
@@ -145,8 +159,13 @@ def load_digits_events(*, T: int = 12, seed: int = 0, test_fraction: float = 0.2
         An :class:`EventDataset` (x arrays (N, T, 16) int32 in 0..15; 1797 samples in all).
     """
     if not (isinstance(test_fraction, (int, float)) and 0.0 < test_fraction < 1.0):
-        raise PondError("test_fraction", value=test_fraction, limit="a number in (0, 1)",
-                        where="load_digits_events", fix="pass e.g. test_fraction=0.25")
+        raise PondError(
+            "test_fraction",
+            value=test_fraction,
+            limit="a number in (0, 1)",
+            where="load_digits_events",
+            fix="pass e.g. test_fraction=0.25",
+        )
     try:
         from sklearn.datasets import load_digits
     except ImportError as exc:  # pragma: no cover - scikit-learn is a dependency
@@ -159,5 +178,6 @@ def load_digits_events(*, T: int = 12, seed: int = 0, test_fraction: float = 0.2
         f"scikit-learn digits (8x8, intensities 0..16, 10 classes), {len(y)} samples; "
         f"row/column scan into 16 channels: step t<8 carries row t (channels 0-7) and column t "
         f"(channels 8-15), counts round(15 v / 16) in 0..15, then {T - _SCAN_STEPS} silent steps "
-        f"(T={T}); stratified split seed={seed}: {len(tr)} train / {len(te)} test")
+        f"(T={T}); stratified split seed={seed}: {len(tr)} train / {len(te)} test"
+    )
     return EventDataset(x[tr], y[tr], x[te], y[te], description)

@@ -27,7 +27,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "PondError",
@@ -143,12 +144,12 @@ class Violation:
         self.remedy = remedy
 
     def __repr__(self) -> str:
-        return (f"Violation(rule={self.rule!r}, module={self.module!r}, value={_fmt(self.value)}, "
-                f"limit={_fmt(self.limit)})")
+        return (
+            f"Violation(rule={self.rule!r}, module={self.module!r}, value={_fmt(self.value)}, limit={_fmt(self.limit)})"
+        )
 
     def __str__(self) -> str:
-        return (f"[{self.rule}] {self.module}: got {_fmt(self.value)}, limit {_fmt(self.limit)}. "
-                f"Fix: {self.remedy}")
+        return f"[{self.rule}] {self.module}: got {_fmt(self.value)}, limit {_fmt(self.limit)}. Fix: {self.remedy}"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Violation):
@@ -176,8 +177,7 @@ class ConstraintError(PondError, ValueError):
         self.violations = list(violations)
         self.device = device
         lines = "\n  - ".join(str(v) for v in self.violations)
-        super().__init__(f"{len(self.violations)} design rule violation(s):\n  - {lines}",
-                         where=device)
+        super().__init__(f"{len(self.violations)} design rule violation(s):\n  - {lines}", where=device)
 
     @property
     def rules(self) -> list[str]:

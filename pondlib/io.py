@@ -89,21 +89,36 @@ def _encode(value: Any, static: bool, where: str, registry: dict[str, type]) -> 
     if isinstance(value, eqx.Module):
         cls = type(value)
         if registry.get(cls.__name__) is not cls:
-            raise GraphError("module type cannot be saved", value=cls.__name__,
-                             limit=f"a pondlib.nn module ({', '.join(sorted(registry))})", where=where,
-                             fix="build the network from pondlib.nn modules (or export it to NIR)")
+            raise GraphError(
+                "module type cannot be saved",
+                value=cls.__name__,
+                limit=f"a pondlib.nn module ({', '.join(sorted(registry))})",
+                where=where,
+                fix="build the network from pondlib.nn modules (or export it to NIR)",
+            )
         statics = {f.name for f in dataclasses.fields(cls) if f.metadata.get("static", False)}
-        fields = {f.name: _encode(getattr(value, f.name), f.name in statics, f"{where}.{f.name}", registry)
-                  for f in dataclasses.fields(cls)}
+        fields = {
+            f.name: _encode(getattr(value, f.name), f.name in statics, f"{where}.{f.name}", registry)
+            for f in dataclasses.fields(cls)
+        }
         return {"module": cls.__name__, "fields": fields}
     if isinstance(value, Surrogate):
         return {"surrogate": {"kind": value.kind, "scale": float(value.scale)}}
     if isinstance(value, (jax.Array, np.ndarray)):
         if static:
-            raise GraphError("array in a static field cannot be saved", value=type(value).__name__,
-                             where=where, fix="keep arrays in non-static fields")
-        return {"array": {"shape": [int(d) for d in value.shape], "dtype": str(value.dtype),
-                          "kind": "jax" if isinstance(value, jax.Array) else "numpy"}}
+            raise GraphError(
+                "array in a static field cannot be saved",
+                value=type(value).__name__,
+                where=where,
+                fix="keep arrays in non-static fields",
+            )
+        return {
+            "array": {
+                "shape": [int(d) for d in value.shape],
+                "dtype": str(value.dtype),
+                "kind": "jax" if isinstance(value, jax.Array) else "numpy",
+            }
+        }
     if isinstance(value, (int, float, np.integer, np.floating)):
         number = value.item() if isinstance(value, np.generic) else value
         return number if static else {"scalar": number}
@@ -114,12 +129,21 @@ def _encode(value: Any, static: bool, where: str, registry: dict[str, type]) -> 
     if isinstance(value, dict):
         bad = [k for k in value if not isinstance(k, str)]
         if bad:
-            raise GraphError("dict key cannot be saved", value=repr(bad[0]), limit="string keys", where=where,
-                             fix="name the entries with strings")
+            raise GraphError(
+                "dict key cannot be saved",
+                value=repr(bad[0]),
+                limit="string keys",
+                where=where,
+                fix="name the entries with strings",
+            )
         return {"dict": [[k, _encode(v, static, f"{where}[{k!r}]", registry)] for k, v in value.items()]}
-    raise GraphError("field value cannot be saved", value=type(value).__name__,
-                     limit="arrays, numbers, strings, tuples, dicts or pondlib.nn modules", where=where,
-                     fix="build the network from pondlib.nn modules")
+    raise GraphError(
+        "field value cannot be saved",
+        value=type(value).__name__,
+        limit="arrays, numbers, strings, tuples, dicts or pondlib.nn modules",
+        where=where,
+        fix="build the network from pondlib.nn modules",
+    )
 
 
 def _decode(desc: Any, where: str, registry: dict[str, type]) -> Any:
@@ -136,19 +160,28 @@ def _decode(desc: Any, where: str, registry: dict[str, type]) -> Any:
     if "module" in desc:
         cls = registry.get(desc["module"])
         if cls is None:
-            raise PondError("unknown module type", value=desc["module"], limit=sorted(registry), where=where,
-                            fix="load the file with the pondlib version that wrote it")
+            raise PondError(
+                "unknown module type",
+                value=desc["module"],
+                limit=sorted(registry),
+                where=where,
+                fix="load the file with the pondlib version that wrote it",
+            )
         fields = desc.get("fields")
         names = [f.name for f in dataclasses.fields(cls)]
         if not isinstance(fields, dict) or sorted(fields) != sorted(names):
-            raise PondError(f"fields of {cls.__name__}", value=sorted(fields) if isinstance(fields, dict) else fields,
-                            limit=sorted(names), where=where,
-                            fix="load the file with the pondlib version that wrote it")
-        obj = object.__new__(cls)           # as jax.tree_util unflattens an equinox module
+            raise PondError(
+                f"fields of {cls.__name__}",
+                value=sorted(fields) if isinstance(fields, dict) else fields,
+                limit=sorted(names),
+                where=where,
+                fix="load the file with the pondlib version that wrote it",
+            )
+        obj = object.__new__(cls)  # as jax.tree_util unflattens an equinox module
         for name in names:
             object.__setattr__(obj, name, _decode(fields[name], f"{where}.{name}", registry))
         return obj
-    (key, val), = desc.items()
+    ((key, val),) = desc.items()
     try:
         if key == "array":
             shape, dtype = tuple(int(d) for d in val["shape"]), np.dtype(val["dtype"])
@@ -189,7 +222,7 @@ def _summary(desc: Any) -> str:
         return f"Sequential({', '.join(_summary(c) for c in children(f.get('layers')))})"
     if name == "Residual":
         inner = _summary(f.get("block"))
-        return f"Residual({inner[len('Sequential('):-1] if inner.startswith('Sequential(') else inner})"
+        return f"Residual({inner[len('Sequential(') : -1] if inner.startswith('Sequential(') else inner})"
     if name == "GraphNetwork":
         return f"GraphNetwork({', '.join(_summary(c) for c in children(f.get('modules')))})"
     if name == "Linear":
@@ -218,12 +251,22 @@ def save_network(net: Any, path: str | os.PathLike) -> str:
 
     registry = _registry()
     if not isinstance(net, eqx.Module):
-        raise GraphError("save_network input", value=type(net).__name__, limit="a pondlib.nn module",
-                         fix="pass a network built from pondlib.nn modules")
+        raise GraphError(
+            "save_network input",
+            value=type(net).__name__,
+            limit="a pondlib.nn module",
+            fix="pass a network built from pondlib.nn modules",
+        )
     root = _encode(net, False, type(net).__name__, registry)
-    header = {"format": FORMAT, "version": VERSION, "pondlib_version": __version__,
-              "summary": _summary(root), "size_in": int(net.size_in), "size_out": int(net.size_out),
-              "root": root}
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "pondlib_version": __version__,
+        "summary": _summary(root),
+        "size_in": int(net.size_in),
+        "size_out": int(net.size_out),
+        "root": root,
+    }
     leaves = io.BytesIO()
     eqx.tree_serialise_leaves(leaves, net)
     path = os.fspath(path)
@@ -232,8 +275,9 @@ def save_network(net: Any, path: str | os.PathLike) -> str:
             zf.writestr(_JSON, json.dumps(header, indent=1))
             zf.writestr(_LEAVES, leaves.getvalue())
     except OSError as exc:
-        raise PondError("cannot write the network file", value=f"{path} ({exc.strerror or exc})",
-                        fix="pass a writable path") from None
+        raise PondError(
+            "cannot write the network file", value=f"{path} ({exc.strerror or exc})", fix="pass a writable path"
+        ) from None
     return path
 
 
@@ -250,15 +294,24 @@ def _read(path: str | os.PathLike) -> tuple[dict, bytes]:
             header = json.loads(zf.read(_JSON).decode("utf-8"))
             leaves = zf.read(_LEAVES)
     except (zipfile.BadZipFile, UnicodeDecodeError, json.JSONDecodeError, OSError) as exc:
-        raise PondError(f"not a pondlib network file ({type(exc).__name__})", where=path,
-                        fix=_FIX_LOAD) from None
+        raise PondError(f"not a pondlib network file ({type(exc).__name__})", where=path, fix=_FIX_LOAD) from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise PondError("not a pondlib network file", value=header.get("format") if isinstance(header, dict)
-                        else type(header).__name__, limit=FORMAT, where=path, fix=_FIX_LOAD)
+        raise PondError(
+            "not a pondlib network file",
+            value=header.get("format") if isinstance(header, dict) else type(header).__name__,
+            limit=FORMAT,
+            where=path,
+            fix=_FIX_LOAD,
+        )
     version = header.get("version")
     if not isinstance(version, int) or version > VERSION:
-        raise PondError("network file version", value=version, limit=f"<= {VERSION}", where=path,
-                        fix="upgrade pondlib to read files from newer versions")
+        raise PondError(
+            "network file version",
+            value=version,
+            limit=f"<= {VERSION}",
+            where=path,
+            fix="upgrade pondlib to read files from newer versions",
+        )
     return header, leaves
 
 
@@ -283,14 +336,16 @@ def load_network(path: str | os.PathLike) -> Any:
     skeleton = _decode(header.get("root"), where, _registry())
     try:
         net = eqx.tree_deserialise_leaves(io.BytesIO(leaves), skeleton)
-    except (ValueError, TypeError, EOFError, OSError, RuntimeError) as exc:   # RuntimeError: equinox's
+    except (ValueError, TypeError, EOFError, OSError, RuntimeError) as exc:  # RuntimeError: equinox's
         # TreePathError wraps the failure of one leaf (truncated or mismatched data)
-        raise PondError(f"the saved values do not match the structure ({type(exc).__name__})", where=where,
-                        fix=_FIX_LOAD) from None
+        raise PondError(
+            f"the saved values do not match the structure ({type(exc).__name__})", where=where, fix=_FIX_LOAD
+        ) from None
     want = jax.tree_util.tree_leaves(skeleton)
     got = jax.tree_util.tree_leaves(net)
     for i, (w, g) in enumerate(zip(want, got)):
         if hasattr(w, "shape") and tuple(np.shape(g)) != tuple(w.shape):
-            raise PondError(f"saved array {i} shape", value=tuple(np.shape(g)), limit=tuple(w.shape),
-                            where=where, fix=_FIX_LOAD)
+            raise PondError(
+                f"saved array {i} shape", value=tuple(np.shape(g)), limit=tuple(w.shape), where=where, fix=_FIX_LOAD
+            )
     return net

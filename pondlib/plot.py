@@ -21,7 +21,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,13 +52,23 @@ def _as_2d(values: Any, name: str, where: str) -> np.ndarray:
     try:
         arr = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
-        raise PondError(f"{name} is not numeric", value=type(values).__name__, limit="a numeric array",
-                        where=where, fix="pass a (T,) or (T, N) array") from None
+        raise PondError(
+            f"{name} is not numeric",
+            value=type(values).__name__,
+            limit="a numeric array",
+            where=where,
+            fix="pass a (T,) or (T, N) array",
+        ) from None
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[0] == 0:
-        raise PondError(f"{name} shape", value=tuple(arr.shape), limit="(T,) or (T, N) with T >= 1",
-                        where=where, fix="pass one sample, time first (index a batch with x[0])")
+        raise PondError(
+            f"{name} shape",
+            value=tuple(arr.shape),
+            limit="(T,) or (T, N) with T >= 1",
+            where=where,
+            fix="pass one sample, time first (index a batch with x[0])",
+        )
     return arr
 
 
@@ -73,13 +84,25 @@ def _time(T: int, dt: float | None) -> tuple[np.ndarray, str]:
     if dt is None:
         return np.arange(T), "time (steps)"
     if not (isinstance(dt, (int, float)) and dt > 0):
-        raise PondError("dt", value=dt, limit="a positive number of seconds, or None for steps",
-                        where="pondlib.plot", fix="pass dt=1e-3 for 1 ms steps")
+        raise PondError(
+            "dt",
+            value=dt,
+            limit="a positive number of seconds, or None for steps",
+            where="pondlib.plot",
+            fix="pass dt=1e-3 for 1 ms steps",
+        )
     return np.arange(T) * dt * 1e3, "time (ms)"
 
 
-def raster(spikes: Any, ax: Any = None, *, title: str = "spikes", dt: float | None = None,
-           ylabel: str = "neuron index", count_label: str = "spikes per step") -> Any:
+def raster(
+    spikes: Any,
+    ax: Any = None,
+    *,
+    title: str = "spikes",
+    dt: float | None = None,
+    ylabel: str = "neuron index",
+    count_label: str = "spikes per step",
+) -> Any:
     """Spike raster: a dot per (step, neuron) with at least one spike.
 
     Args:
@@ -102,10 +125,11 @@ def raster(spikes: Any, ax: Any = None, *, title: str = "spikes", dt: float | No
     ti, ni = np.nonzero(s > 0)
     counts = s[ti, ni]
     total = int(round(float(s[s > 0].sum())))
-    short = s.shape[0] <= 40                      # short runs: larger marks
+    short = s.shape[0] <= 40  # short runs: larger marks
     if counts.size and counts.max() > 1:
-        sc = ax.scatter(t[ti], ni, c=counts, s=30 if short else 12, marker="s", cmap="viridis", vmin=1,
-                        vmax=float(counts.max()))
+        sc = ax.scatter(
+            t[ti], ni, c=counts, s=30 if short else 12, marker="s", cmap="viridis", vmin=1, vmax=float(counts.max())
+        )
         _integer_ticks(fig.colorbar(sc, ax=ax, label=count_label))
     else:
         ax.scatter(t[ti], ni, s=60 if short else 12, marker="|", color="black", label=f"spike ({total} in all)")
@@ -119,10 +143,19 @@ def raster(spikes: Any, ax: Any = None, *, title: str = "spikes", dt: float | No
     return fig
 
 
-def traces(values: Any, ax: Any = None, *, title: str = "membrane potential", dt: float | None = None,
-           ylabel: str = "value (a.u.)", labels: Sequence[str] | None = None,
-           neurons: Sequence[int] | None = None, max_traces: int = 8, x: Any = None,
-           xlabel: str | None = None) -> Any:
+def traces(
+    values: Any,
+    ax: Any = None,
+    *,
+    title: str = "membrane potential",
+    dt: float | None = None,
+    ylabel: str = "value (a.u.)",
+    labels: Sequence[str] | None = None,
+    neurons: Sequence[int] | None = None,
+    max_traces: int = 8,
+    x: Any = None,
+    xlabel: str | None = None,
+) -> Any:
     """Line plot of per-step values (membrane potentials, currents) of a few neurons.
 
     Args:
@@ -143,17 +176,28 @@ def traces(values: Any, ax: Any = None, *, title: str = "membrane potential", dt
     if x is not None:
         t = np.asarray(x, dtype=float)
         if t.shape != (v.shape[0],):
-            raise PondError("x values", value=tuple(t.shape), limit=(v.shape[0],), where="traces",
-                            fix="pass one x value per row of values")
+            raise PondError(
+                "x values",
+                value=tuple(t.shape),
+                limit=(v.shape[0],),
+                where="traces",
+                fix="pass one x value per row of values",
+            )
     xlabel = xlabel or time_label
     idx = list(range(min(v.shape[1], max_traces))) if neurons is None else [int(i) for i in neurons]
     bad = [i for i in idx if not 0 <= i < v.shape[1]]
     if bad:
-        raise PondError("neuron index", value=bad, limit=f"0..{v.shape[1] - 1}", where="traces",
-                        fix="pick existing columns")
+        raise PondError(
+            "neuron index", value=bad, limit=f"0..{v.shape[1] - 1}", where="traces", fix="pick existing columns"
+        )
     if labels is not None and len(labels) != len(idx):
-        raise PondError("number of labels", value=len(labels), limit=len(idx), where="traces",
-                        fix="pass one label per plotted neuron")
+        raise PondError(
+            "number of labels",
+            value=len(labels),
+            limit=len(idx),
+            where="traces",
+            fix="pass one label per plotted neuron",
+        )
     fig, ax = _figure_and_axes(ax)
     for j, i in enumerate(idx):
         ax.plot(t, v[:, i], lw=1.2, label=labels[j] if labels is not None else f"neuron {i}")
@@ -165,11 +209,21 @@ def traces(values: Any, ax: Any = None, *, title: str = "membrane potential", dt
     return fig
 
 
-def compare(float_values: Any, device_values: Any, *, title: str = "float model vs device",
-            dt: float | None = None, kind: str = "image", float_label: str = "float model",
-            device_label: str = "device", float_unit: str = "a.u.", device_unit: str = "chip integer",
-            ylabel: str = "neuron index", neurons: Sequence[int] | None = None,
-            max_traces: int = 6) -> Any:
+def compare(
+    float_values: Any,
+    device_values: Any,
+    *,
+    title: str = "float model vs device",
+    dt: float | None = None,
+    kind: str = "image",
+    float_label: str = "float model",
+    device_label: str = "device",
+    float_unit: str = "a.u.",
+    device_unit: str = "chip integer",
+    ylabel: str = "neuron index",
+    neurons: Sequence[int] | None = None,
+    max_traces: int = 6,
+) -> Any:
     """The same quantity from the float model and from the device, side by side.
 
     Args:
@@ -193,21 +247,36 @@ def compare(float_values: Any, device_values: Any, *, title: str = "float model 
         ['float model', 'device']
     """
     if kind not in ("image", "lines"):
-        raise PondError("compare kind", value=kind, limit=["image", "lines"], where="compare",
-                        fix="pass kind='image' or kind='lines'")
+        raise PondError(
+            "compare kind",
+            value=kind,
+            limit=["image", "lines"],
+            where="compare",
+            fix="pass kind='image' or kind='lines'",
+        )
     fv = _as_2d(float_values, "float_values", "compare")
     dv = _as_2d(device_values, "device_values", "compare")
     if fv.shape[1] != dv.shape[1]:
-        raise PondError("neuron counts differ", value=dv.shape[1], limit=fv.shape[1], where="compare",
-                        fix="pass the same neurons from the float model and the device")
+        raise PondError(
+            "neuron counts differ",
+            value=dv.shape[1],
+            limit=fv.shape[1],
+            where="compare",
+            fix="pass the same neurons from the float model and the device",
+        )
     fig, axes = _new_axes(2, figsize=(11.0, 4.0))
-    for ax, v, label, unit in ((axes[0], fv, float_label, float_unit),
-                               (axes[1], dv, device_label, device_unit)):
+    for ax, v, label, unit in ((axes[0], fv, float_label, float_unit), (axes[1], dv, device_label, device_unit)):
         t, xlabel = _time(v.shape[0], dt)
         if kind == "image":
             step = t[1] - t[0] if len(t) > 1 else 1.0
-            im = ax.imshow(v.T, aspect="auto", origin="lower", interpolation="nearest", cmap="viridis",
-                           extent=(t[0] - step / 2, t[-1] + step / 2, -0.5, v.shape[1] - 0.5))
+            im = ax.imshow(
+                v.T,
+                aspect="auto",
+                origin="lower",
+                interpolation="nearest",
+                cmap="viridis",
+                extent=(t[0] - step / 2, t[-1] + step / 2, -0.5, v.shape[1] - 0.5),
+            )
             cb = fig.colorbar(im, ax=ax, label=unit)
             if v.size and np.array_equal(v, np.round(v)):
                 _integer_ticks(cb)
@@ -220,8 +289,14 @@ def compare(float_values: Any, device_values: Any, *, title: str = "float model 
     return fig
 
 
-def rasters(panels: Mapping[str, Any], *, title: str = "spikes", dt: float | None = None,
-            ylabel: str = "neuron index", count_label: str = "spikes per step") -> Any:
+def rasters(
+    panels: Mapping[str, Any],
+    *,
+    title: str = "spikes",
+    dt: float | None = None,
+    ylabel: str = "neuron index",
+    count_label: str = "spikes per step",
+) -> Any:
     """Several spike rasters of the same neurons side by side (one panel per model or device).
 
     Each panel's title is its key followed by its spike total (no per-panel legend, which would
@@ -244,18 +319,30 @@ def rasters(panels: Mapping[str, Any], *, title: str = "spikes", dt: float | Non
         ['float\\n1 spike', 'chip\\n1 spike']
     """
     if not panels:
-        raise PondError("no panels", value=0, limit=">= 1", where="rasters",
-                        fix="pass a dict of title -> (T, N) spikes")
+        raise PondError(
+            "no panels", value=0, limit=">= 1", where="rasters", fix="pass a dict of title -> (T, N) spikes"
+        )
     arrays = {k: _as_2d(v, f"panels[{k!r}]", "rasters") for k, v in panels.items()}
     widths = {a.shape[1] for a in arrays.values()}
     if len(widths) != 1:
-        raise PondError("neuron counts differ between panels", value=sorted(widths), limit="one count",
-                        where="rasters", fix="pass the same neurons in every panel")
+        raise PondError(
+            "neuron counts differ between panels",
+            value=sorted(widths),
+            limit="one count",
+            where="rasters",
+            fix="pass the same neurons in every panel",
+        )
     fig, axes = _new_axes(len(arrays), figsize=(3.2 * len(arrays) + 0.8, 3.6))
     for i, (ax, (label, arr)) in enumerate(zip(axes, arrays.items())):
         total = int(round(float(arr[arr > 0].sum())))
-        raster(arr, ax, dt=dt, ylabel=ylabel if i == 0 else "", count_label=count_label,
-               title=f"{label}\n{total} spike{'' if total == 1 else 's'}")
+        raster(
+            arr,
+            ax,
+            dt=dt,
+            ylabel=ylabel if i == 0 else "",
+            count_label=count_label,
+            title=f"{label}\n{total} spike{'' if total == 1 else 's'}",
+        )
         if ax.get_legend() is not None:
             ax.get_legend().remove()
         n = arr.shape[1]
@@ -267,9 +354,14 @@ def rasters(panels: Mapping[str, Any], *, title: str = "spikes", dt: float | Non
     return fig
 
 
-def accuracy_bars(results: Mapping[str, Mapping[str, float]], *, title: str = "accuracy",
-                  ylabel: str = "test accuracy (%)", chance: float | None = None,
-                  order: Sequence[str] | None = None) -> Any:
+def accuracy_bars(
+    results: Mapping[str, Mapping[str, float]],
+    *,
+    title: str = "accuracy",
+    ylabel: str = "test accuracy (%)",
+    chance: float | None = None,
+    order: Sequence[str] | None = None,
+) -> Any:
     """Grouped bars: one group per device, one bar per model variant, each labelled with its value.
 
     Args:
@@ -289,8 +381,13 @@ def accuracy_bars(results: Mapping[str, Mapping[str, float]], *, title: str = "a
         ['float', 'device', 'chance (10%)']
     """
     if not results:
-        raise PondError("no results", value=0, limit=">= 1 group", where="accuracy_bars",
-                        fix="pass a dict of device -> {label: accuracy}")
+        raise PondError(
+            "no results",
+            value=0,
+            limit=">= 1 group",
+            where="accuracy_bars",
+            fix="pass a dict of device -> {label: accuracy}",
+        )
     labels: list[str] = list(order) if order is not None else []
     for bars in results.values():
         labels += [k for k in bars if k not in labels]
@@ -316,7 +413,6 @@ def accuracy_bars(results: Mapping[str, Mapping[str, float]], *, title: str = "a
     ax.set_ylim(0, 108)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(legend_handles, legend_labels, loc="center left", bbox_to_anchor=(1.01, 0.5),
-              fontsize="small")
+    ax.legend(legend_handles, legend_labels, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     ax.grid(axis="y", alpha=0.3)
     return fig

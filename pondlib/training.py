@@ -42,7 +42,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -52,9 +53,22 @@ import optax
 
 from pondlib.errors import PondError
 
-__all__ = ["mse", "cross_entropy_sum", "cross_entropy_max", "firing_rate_regularizer", "output_vmem",
-           "get_loss", "LOSSES", "make_train_step", "DEFAULT_OPTIMIZER", "fit", "predict", "evaluate", "accuracy",
-           "readout_counts"]
+__all__ = [
+    "mse",
+    "cross_entropy_sum",
+    "cross_entropy_max",
+    "firing_rate_regularizer",
+    "output_vmem",
+    "get_loss",
+    "LOSSES",
+    "make_train_step",
+    "DEFAULT_OPTIMIZER",
+    "fit",
+    "predict",
+    "evaluate",
+    "accuracy",
+    "readout_counts",
+]
 
 #: A loss for :func:`fit`: ``(output (B, T, C), record dict, labels (B,)) -> scalar``.
 LossFn = Callable[[jax.Array, dict, jax.Array], jax.Array]
@@ -105,8 +119,9 @@ def cross_entropy_max(values: jax.Array, labels: jax.Array) -> jax.Array:
     return _ce(jnp.max(values, axis=1), labels)
 
 
-def firing_rate_regularizer(record: dict, target: float, *, weight: float = 1.0,
-                            keys: Sequence[str] | None = None, upper_only: bool = False) -> jax.Array:
+def firing_rate_regularizer(
+    record: dict, target: float, *, weight: float = 1.0, keys: Sequence[str] | None = None, upper_only: bool = False
+) -> jax.Array:
     """Squared deviation of each neuron's mean firing rate (spikes per step) from ``target``.
 
     Args:
@@ -127,9 +142,13 @@ def firing_rate_regularizer(record: dict, target: float, *, weight: float = 1.0,
     names = [k for k in record if k.endswith("spikes")] if keys is None else list(keys)
     missing = [k for k in names if k not in record]
     if missing or not names:
-        raise PondError("firing-rate regularizer keys", value=missing or "no spike record",
-                        limit=sorted(record), where="firing_rate_regularizer",
-                        fix="run the network with record=True and pass existing record keys")
+        raise PondError(
+            "firing-rate regularizer keys",
+            value=missing or "no spike record",
+            limit=sorted(record),
+            where="firing_rate_regularizer",
+            fix="run the network with record=True and pass existing record keys",
+        )
     total = jnp.asarray(0.0)
     for k in names:
         s = record[k]
@@ -137,7 +156,7 @@ def firing_rate_regularizer(record: dict, target: float, *, weight: float = 1.0,
         dev = rate - target
         if upper_only:
             dev = jnp.maximum(dev, 0.0)
-        total = total + jnp.mean(dev ** 2)
+        total = total + jnp.mean(dev**2)
     return weight * total
 
 
@@ -160,9 +179,13 @@ def output_vmem(record: dict) -> jax.Array:
     """
     keys = [k for k in record if k.split("/")[-1] == "vmem"]
     if not keys:
-        raise PondError("no membrane potential in the record", value=sorted(record),
-                        limit="a key ending in '/vmem'", where="output_vmem",
-                        fix="run the network with record=True; it must end with a LIF layer")
+        raise PondError(
+            "no membrane potential in the record",
+            value=sorted(record),
+            limit="a key ending in '/vmem'",
+            where="output_vmem",
+            fix="run the network with record=True; it must end with a LIF layer",
+        )
     return record[max(keys, key=_layer_rank)]
 
 
@@ -181,8 +204,7 @@ def _named_mse(output: jax.Array, record: dict, labels: jax.Array) -> jax.Array:
 
 
 #: The losses :func:`fit` accepts by name, as ``(output, record, labels) -> scalar`` callables.
-LOSSES: dict[str, LossFn] = {"cross_entropy_sum": _named_ce_sum, "cross_entropy_max": _named_ce_max,
-                             "mse": _named_mse}
+LOSSES: dict[str, LossFn] = {"cross_entropy_sum": _named_ce_sum, "cross_entropy_max": _named_ce_max, "mse": _named_mse}
 
 
 def get_loss(loss: str | LossFn) -> LossFn:
@@ -191,8 +213,13 @@ def get_loss(loss: str | LossFn) -> LossFn:
         return loss
     if isinstance(loss, str) and loss in LOSSES:
         return LOSSES[loss]
-    raise PondError("loss", value=loss, limit=f"one of {sorted(LOSSES)} or a callable",
-                    where="fit", fix="pass a loss name or loss(output, record, labels) -> scalar")
+    raise PondError(
+        "loss",
+        value=loss,
+        limit=f"one of {sorted(LOSSES)} or a callable",
+        where="fit",
+        fix="pass a loss name or loss(output, record, labels) -> scalar",
+    )
 
 
 # -- readout and evaluation ------------------------------------------------------------------------
@@ -223,12 +250,21 @@ def _check_xy(x: Any, y: Any, where: str) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(x)
     y = np.asarray(y)
     if x.ndim != 3:
-        raise PondError("input shape", value=tuple(x.shape), limit="(N, T, C)", where=where,
-                        fix="pass a batch of samples, time steps and channels")
+        raise PondError(
+            "input shape",
+            value=tuple(x.shape),
+            limit="(N, T, C)",
+            where=where,
+            fix="pass a batch of samples, time steps and channels",
+        )
     if y.shape != (x.shape[0],) or y.dtype.kind not in "iu":
-        raise PondError("labels", value=f"shape {y.shape}, dtype {y.dtype}",
-                        limit=f"integers of shape ({x.shape[0]},)", where=where,
-                        fix="pass one integer class label per sample")
+        raise PondError(
+            "labels",
+            value=f"shape {y.shape}, dtype {y.dtype}",
+            limit=f"integers of shape ({x.shape[0]},)",
+            where=where,
+            fix="pass one integer class label per sample",
+        )
     return x, y
 
 
@@ -239,13 +275,18 @@ def predict(net: Any, x: Any, *, batch_size: int = 256) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.float32)
     if x.ndim != 3:
-        raise PondError("input shape", value=tuple(x.shape), limit="(N, T, C)", where="predict",
-                        fix="pass a batch of samples, time steps and channels")
+        raise PondError(
+            "input shape",
+            value=tuple(x.shape),
+            limit="(N, T, C)",
+            where="predict",
+            fix="pass a batch of samples, time steps and channels",
+        )
     n = x.shape[0]
     bs = max(1, min(int(batch_size), n))
     preds = []
     for start in range(0, n, bs):
-        xb = x[start:start + bs]
+        xb = x[start : start + bs]
         m = xb.shape[0]
         if m < bs:
             xb = np.concatenate([xb, np.zeros((bs - m,) + xb.shape[1:], xb.dtype)])
@@ -282,8 +323,15 @@ def _trainable_mask(net: Any, frozen: Sequence[str]) -> Any:
 
 
 @eqx.filter_jit
-def _train_step(params: Any, static: Any, opt_state: Any, x: jax.Array, y: jax.Array, loss_fn: LossFn,
-                optimizer: optax.GradientTransformation):
+def _train_step(
+    params: Any,
+    static: Any,
+    opt_state: Any,
+    x: jax.Array,
+    y: jax.Array,
+    loss_fn: LossFn,
+    optimizer: optax.GradientTransformation,
+):
     """One optimisation step. Compiled once per network structure, shapes, loss and optimizer:
     arrays (parameters, frozen arrays, optimizer state, data) are traced, everything else static."""
 
@@ -298,8 +346,9 @@ def _train_step(params: Any, static: Any, opt_state: Any, x: jax.Array, y: jax.A
     return params, opt_state, value, acc
 
 
-def make_train_step(static: Any, loss: str | LossFn, optimizer: optax.GradientTransformation
-                    ) -> Callable[..., tuple[Any, Any, jax.Array, jax.Array]]:
+def make_train_step(
+    static: Any, loss: str | LossFn, optimizer: optax.GradientTransformation
+) -> Callable[..., tuple[Any, Any, jax.Array, jax.Array]]:
     """A jitted step ``(params, opt_state, x, y) -> (params, opt_state, loss, accuracy)``.
 
     ``params`` and ``static`` are the two halves of ``eqx.partition(net, mask)``: the trainable arrays
@@ -337,15 +386,28 @@ def _as_xy(data: Any) -> tuple[np.ndarray, np.ndarray]:
         return _check_xy(data.x_train, data.y_train, "fit")
     if isinstance(data, (tuple, list)) and len(data) == 2:
         return _check_xy(data[0], data[1], "fit")
-    raise PondError("training data", value=type(data).__name__,
-                    limit="an EventDataset or a tuple (x (N, T, C), y (N,))", where="fit",
-                    fix="pass load_digits_events(...) or (x, y)")
+    raise PondError(
+        "training data",
+        value=type(data).__name__,
+        limit="an EventDataset or a tuple (x (N, T, C), y (N,))",
+        where="fit",
+        fix="pass load_digits_events(...) or (x, y)",
+    )
 
 
-def fit(net: Any, data: Any, loss: str | LossFn = "cross_entropy_sum", *,
-        optimizer: optax.GradientTransformation | None = None, epochs: int = 10, batch_size: int = 64,
-        key: jax.Array | None = None, frozen: Sequence[str] = (), progress: bool = True,
-        console: Any = None) -> tuple[Any, dict[str, list[float]]]:
+def fit(
+    net: Any,
+    data: Any,
+    loss: str | LossFn = "cross_entropy_sum",
+    *,
+    optimizer: optax.GradientTransformation | None = None,
+    epochs: int = 10,
+    batch_size: int = 64,
+    key: jax.Array | None = None,
+    frozen: Sequence[str] = (),
+    progress: bool = True,
+    console: Any = None,
+) -> tuple[Any, dict[str, list[float]]]:
     """Train a network with mini-batch gradient descent.
 
     Args:
@@ -375,8 +437,13 @@ def fit(net: Any, data: Any, loss: str | LossFn = "cross_entropy_sum", *,
         raise PondError("epochs", value=epochs, limit="an int >= 1", where="fit", fix="pass epochs=10")
     n = x.shape[0]
     if not isinstance(batch_size, (int, np.integer)) or not 1 <= batch_size <= n:
-        raise PondError("batch_size", value=batch_size, limit=f"an int in 1..{n} (the sample count)",
-                        where="fit", fix="pass a smaller batch_size")
+        raise PondError(
+            "batch_size",
+            value=batch_size,
+            limit=f"an int in 1..{n} (the sample count)",
+            where="fit",
+            fix="pass a smaller batch_size",
+        )
     optimizer = DEFAULT_OPTIMIZER if optimizer is None else optimizer
     key = jax.random.PRNGKey(0) if key is None else key
     params, static = eqx.partition(net, _trainable_mask(net, frozen))
@@ -390,10 +457,16 @@ def fit(net: Any, data: Any, loss: str | LossFn = "cross_entropy_sum", *,
     bar = None
     if progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        bar = Progress(TextColumn("[bold]training[/]"), BarColumn(), MofNCompleteColumn(),
-                       TextColumn("epoch {task.fields[epoch]}  loss {task.fields[loss]}  "
-                                  "acc {task.fields[acc]}"), TimeElapsedColumn(),
-                       console=console, transient=False)
+
+        bar = Progress(
+            TextColumn("[bold]training[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("epoch {task.fields[epoch]}  loss {task.fields[loss]}  acc {task.fields[acc]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
         task = bar.add_task("train", total=epochs * n_batches, epoch=f"0/{epochs}", loss="-", acc="-")
         bar.start()
     try:
@@ -402,18 +475,27 @@ def fit(net: Any, data: Any, loss: str | LossFn = "cross_entropy_sum", *,
             perm = jax.random.permutation(sub, n)
             losses, accs = [], []
             for b in range(n_batches):
-                idx = perm[b * batch_size:(b + 1) * batch_size]
+                idx = perm[b * batch_size : (b + 1) * batch_size]
                 params, opt_state, value, acc = step(params, opt_state, xj[idx], yj[idx])
                 losses.append(value)
                 accs.append(acc)
                 if bar is not None:
-                    bar.update(task, advance=1, epoch=f"{epoch + 1}/{epochs}",
-                               loss=f"{float(value):.3f}", acc=f"{float(jnp.mean(jnp.stack(accs))):.3f}")
+                    bar.update(
+                        task,
+                        advance=1,
+                        epoch=f"{epoch + 1}/{epochs}",
+                        loss=f"{float(value):.3f}",
+                        acc=f"{float(jnp.mean(jnp.stack(accs))):.3f}",
+                    )
             mean_loss = float(jnp.mean(jnp.stack(losses)))
             if not np.isfinite(mean_loss):
-                raise PondError("training loss", value=mean_loss, limit="a finite number",
-                                where=f"fit, epoch {epoch + 1}",
-                                fix="lower the learning rate or check the input scale")
+                raise PondError(
+                    "training loss",
+                    value=mean_loss,
+                    limit="a finite number",
+                    where=f"fit, epoch {epoch + 1}",
+                    fix="lower the learning rate or check the input scale",
+                )
             history["loss"].append(mean_loss)
             history["accuracy"].append(float(jnp.mean(jnp.stack(accs))))
     finally:

@@ -49,7 +49,7 @@ def build(source: str, name: str, flags: tuple[str, ...] = ()) -> ctypes.CDLL:
     return ctypes.CDLL(str(lib))
 
 
-def ptr(a: np.ndarray, ctype) -> "ctypes._Pointer":
+def ptr(a: np.ndarray, ctype) -> ctypes._Pointer:
     """A ctypes pointer to a C-contiguous numpy array's data."""
     assert a.flags["C_CONTIGUOUS"]
     return a.ctypes.data_as(ctypes.POINTER(ctype))

@@ -32,12 +32,17 @@ def _layer(g: dict, prefix: str, name: str):
         tau_syn = g[p + "tau_syn"]
         n, k = tau_syn.shape
         has_rec = bool(g.get(sp + "_has_rec", False))
-        return nn.LIF((n * k, n), tau_mem=g[p + "tau_mem"], tau_syn=tau_syn,
-                      threshold=g[p + "threshold"], bias=g[p + "bias"], dt=float(g[sp + "dt"]),
-                      w_rec=g.get(p + "w_rec", g.get(sp + "w_rec")) if has_rec else None)
+        return nn.LIF(
+            (n * k, n),
+            tau_mem=g[p + "tau_mem"],
+            tau_syn=tau_syn,
+            threshold=g[p + "threshold"],
+            bias=g[p + "bias"],
+            dt=float(g[sp + "dt"]),
+            w_rec=g.get(p + "w_rec", g.get(sp + "w_rec")) if has_rec else None,
+        )
     if kind == "ModResidual":
-        inner = sorted({k[len(p):].split("/")[0] for k in g if k.startswith(p)},
-                       key=lambda s: int(s.split("_")[0]))
+        inner = sorted({k[len(p) :].split("/")[0] for k in g if k.startswith(p)}, key=lambda s: int(s.split("_")[0]))
         return nn.Residual(*[_layer(g, f"{prefix}{name}/", c) for c in inner])
     raise ValueError(f"unknown golden layer {name}")
 
@@ -45,6 +50,5 @@ def _layer(g: dict, prefix: str, name: str):
 def build_float_network(case: str | dict) -> nn.Sequential:
     """The golden case's float network as a pondlib.nn.Sequential."""
     g = load_golden(case) if isinstance(case, str) else case
-    names = sorted({k.split("/")[2] for k in g if k.startswith("float/params/")},
-                   key=lambda s: int(s.split("_")[0]))
+    names = sorted({k.split("/")[2] for k in g if k.startswith("float/params/")}, key=lambda s: int(s.split("_")[0]))
     return nn.Sequential(*[_layer(g, "", n) for n in names])

@@ -16,8 +16,15 @@ from pondlib.cli import DEMO_DEFAULTS, build_parser, demo_network, main, one_spi
 from pondlib.devices.xylo.limits import XYLO_AUDIO2, XYLO_AUDIO3, XYLO_IMU
 
 NIR = Path(__file__).resolve().parent / "data" / "nir"
-PLOTS = ("input_raster.png", "hidden_spikes.png", "membrane_traces.png", "output_float_vs_chip.png",
-         "training.png", "output_by_device.png", "accuracy_by_device.png")
+PLOTS = (
+    "input_raster.png",
+    "hidden_spikes.png",
+    "membrane_traces.png",
+    "output_float_vs_chip.png",
+    "training.png",
+    "output_by_device.png",
+    "accuracy_by_device.png",
+)
 DEVICES = ("Xylo Audio 3", "SpiNNaker2 chip", "Siracusa")
 
 
@@ -33,15 +40,27 @@ def _one_line_error(captured) -> str:
 def test_devices_lists_every_variant_and_limit(capsys):
     assert main(["devices"]) == 0
     out = capsys.readouterr().out
-    for name in (XYLO_AUDIO2.name, XYLO_AUDIO3.name, XYLO_IMU.name, "SpiNNaker2 chip", "Siracusa",
-                 "(audio2)", "(audio3)", "(imu)", "(chip)", "(chip300)", "(board)", "(siracusa)"):
+    for name in (
+        XYLO_AUDIO2.name,
+        XYLO_AUDIO3.name,
+        XYLO_IMU.name,
+        "SpiNNaker2 chip",
+        "Siracusa",
+        "(audio2)",
+        "(audio3)",
+        "(imu)",
+        "(chip)",
+        "(chip300)",
+        "(board)",
+        "(siracusa)",
+    ):
         assert name in out, name
     row = next(line for line in out.splitlines() if "│ hidden neurons" in line)
     assert re.findall(r"\b\d+\b", row) == ["1000", "992", "496"]
     assert "-128..127" in out
     pes = next(line for line in out.splitlines() if "PEs for applications" in line)
     assert re.findall(r"[\d,]+", pes)[-3:] == ["148", "148", "7,104"]
-    assert "-127..127" in out and "-15..15" in out                  # synapse words with / without delay
+    assert "-127..127" in out and "-15..15" in out  # synapse words with / without delay
     l1 = next(line for line in out.splitlines() if "L1 for one layer's tiles" in line)
     assert "64,000" in l1
 
@@ -64,12 +83,13 @@ def fast_demo(tmp_path_factory):
 def test_fast_demo_runs_and_reports_every_device(fast_demo):
     code, out, _, seconds = fast_demo
     assert code == 0
-    assert seconds < 90                                   # about 15-25 s; generous on a loaded machine
-    accs = {d: (float(f), float(c)) for d, f, c in
-            re.findall(r"accuracy on (.+?): float ([\d.]+)%, device ([\d.]+)%", out)}
+    assert seconds < 90  # about 15-25 s; generous on a loaded machine
+    accs = {
+        d: (float(f), float(c)) for d, f, c in re.findall(r"accuracy on (.+?): float ([\d.]+)%, device ([\d.]+)%", out)
+    }
     assert set(accs) == set(DEVICES)
     for device, (flt, dev) in accs.items():
-        assert flt > 60 and dev > 60, device                      # chance is 10 %
+        assert flt > 60 and dev > 60, device  # chance is 10 %
         assert abs(flt - dev) < 15, device
     # the network as trained (31 spikes per step) is reported on the one-spike devices, too
     assert len(re.findall(r"\(network as trained: device [\d.]+%\)", out)) == 2
@@ -80,11 +100,25 @@ def test_fast_demo_shows_resources_quantization_and_gaps(fast_demo):
     assert "Xylo Audio 2: 1 design rule violation(s)" in out and "max_output_neurons" in out
     hidden = next(line for line in out.splitlines() if "│ hidden neurons" in line)
     assert re.findall(r"\b\d+\b", hidden)[:2] == [str(DEMO_DEFAULTS["fast"]["hidden"]), "992"]
-    for text in ("Resources on Xylo Audio 3", "Resources on the SpiNNaker2 chip", "Resources on Siracusa",
-                 "Quantization (channel scaling", "Quantization (lif_curr_exp_no_delay",
-                 "Quantization (int8 weights", "Float model vs Xylo", "Float model vs SpiNNaker2 chip",
-                 "Float model vs Siracusa", "synaptic current", "spikes per neuron per", "PEs used",
-                 "L2 used", "cycles per", "sample-steps/s", "same prediction", "Summary"):
+    for text in (
+        "Resources on Xylo Audio 3",
+        "Resources on the SpiNNaker2 chip",
+        "Resources on Siracusa",
+        "Quantization (channel scaling",
+        "Quantization (lif_curr_exp_no_delay",
+        "Quantization (int8 weights",
+        "Float model vs Xylo",
+        "Float model vs SpiNNaker2 chip",
+        "Float model vs Siracusa",
+        "synaptic current",
+        "spikes per neuron per",
+        "PEs used",
+        "L2 used",
+        "cycles per",
+        "sample-steps/s",
+        "same prediction",
+        "Summary",
+    ):
         assert text in out, text
 
 
@@ -100,7 +134,7 @@ def test_fast_demo_writes_readable_plots_and_files(fast_demo):
     assert net.layers[1].max_spikes_per_dt == 1 and net.layers[1].n_neurons == DEMO_DEFAULTS["fast"]["hidden"]
     assert XyloConfig.load(out_dir / "xylo_config.npz").limits_name == "Xylo Audio 3"
     assert np.load(out_dir / "digits_test.npy").shape == (20, DEMO_DEFAULTS["fast"]["T"], 16)
-    assert "pond simulate" in out and "pond map" in out                 # what to try next
+    assert "pond simulate" in out and "pond map" in out  # what to try next
 
 
 def test_demo_network_matches_chip_decays():
@@ -109,7 +143,7 @@ def test_demo_network_matches_chip_decays():
     net = demo_network(8, key=jax.random.PRNGKey(0))
     alpha = np.exp(-1e-3 / np.asarray(net.layers[1].tau_mem))
     beta = np.exp(-1e-3 / np.asarray(net.layers[1].tau_syn))
-    np.testing.assert_allclose(alpha, 1 - 2.0 ** -4, rtol=1e-6)
+    np.testing.assert_allclose(alpha, 1 - 2.0**-4, rtol=1e-6)
     np.testing.assert_allclose(beta, 0.5, rtol=1e-6)
     assert net.layers[1].max_spikes_per_dt == 31 and net.layers[3].max_spikes_per_dt == 1
     assert net.layers[3].n_neurons == 10
@@ -137,10 +171,11 @@ def test_map_saved_network_to_spinnaker2_and_siracusa(fast_demo, capsys):
     assert main(["map", path, "--device", "spinnaker2", "--limits", "board"]) == 0
     out = capsys.readouterr().out
     assert "SpiNNaker2 board (48 chips)" in out and "PEs used" in out and "fits the SpiNNaker2 board" in out
-    assert main(["map", path, "--device", "siracusa"]) == 1          # a synaptic current: needs the flag
+    assert main(["map", path, "--device", "siracusa"]) == 1  # a synaptic current: needs the flag
     assert "--drop-synapse" in _one_line_error(capsys.readouterr())
-    assert main(["map", path, "--device", "siracusa", "--drop-synapse", "--calibration",
-                 str(d / "digits_test.npy")]) == 0
+    assert (
+        main(["map", path, "--device", "siracusa", "--drop-synapse", "--calibration", str(d / "digits_test.npy")]) == 0
+    )
     out = capsys.readouterr().out
     assert "Resources on Siracusa" in out and "fits Siracusa" in out and "QLIF" in out
 
@@ -155,12 +190,17 @@ def test_map_nir_file_reports_violations(capsys):
     assert "(NIR, convention dt_scaled, dt 0.0001 s, reset subtract)" in flat
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["map", "missing.pond", "--device", "xylo"], "model file not found"),
-    (["map", str(NIR / "lif" / "lif_norse.nir"), "--device", "xylo"], "dt"),
-    (["map", str(NIR / "braille" / "braille_noDelay_bias_zero.nir"), "--device", "xylo", "--limits", "audio9"],
-     "unknown Xylo variant"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["map", "missing.pond", "--device", "xylo"], "model file not found"),
+        (["map", str(NIR / "lif" / "lif_norse.nir"), "--device", "xylo"], "dt"),
+        (
+            ["map", str(NIR / "braille" / "braille_noDelay_bias_zero.nir"), "--device", "xylo", "--limits", "audio9"],
+            "unknown Xylo variant",
+        ),
+    ],
+)
 def test_map_errors_are_one_line(argv, needle, capsys):
     assert main(argv) == 1
     assert needle in _one_line_error(capsys.readouterr())
@@ -173,19 +213,22 @@ def test_map_rejects_a_file_that_is_not_a_network(tmp_path, capsys):
     assert "not a pondlib network file" in _one_line_error(capsys.readouterr())
 
 
-@pytest.mark.parametrize("argv", [
-    ["map", "x.pond", "--device", "loihi"],
-    ["map", "x.pond"],
-    ["map", str(NIR / "lif" / "lif_norse.nir"), "--device", "xylo", "--calibration", "c.npy"],
-    ["map", str(NIR / "lif" / "lif_norse.nir"), "--device", "xylo", "--dt", "-1"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["map", "x.pond", "--device", "loihi"],
+        ["map", "x.pond"],
+        ["map", str(NIR / "lif" / "lif_norse.nir"), "--device", "xylo", "--calibration", "c.npy"],
+        ["map", str(NIR / "lif" / "lif_norse.nir"), "--device", "xylo", "--dt", "-1"],
+    ],
+)
 def test_map_usage_errors_exit_2(argv, capsys):
     assert main(argv) == 2
     _one_line_error(capsys.readouterr())
 
 
 def test_spinnaker2_model_names_match_the_package():
-    from pondlib.cli import _S2_MODELS
+    from pondlib.cli.map import _S2_MODELS
     from pondlib.devices.spinnaker2 import NEURON_MODELS
 
     assert sorted(_S2_MODELS) == sorted(NEURON_MODELS)
@@ -198,8 +241,10 @@ def test_simulate_writes_output_record_and_state(fast_demo, tmp_path, capsys):
 
     d = fast_demo[2]
     rec_path = tmp_path / "rec.npz"
-    assert main(["simulate", str(d / "xylo_config.npz"), "--input", str(d / "digits_test.npy"),
-                 "--record", str(rec_path)]) == 0
+    assert (
+        main(["simulate", str(d / "xylo_config.npz"), "--input", str(d / "digits_test.npy"), "--record", str(rec_path)])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Simulation on Xylo Audio 3" in out and "sample-steps/s" in out and "prediction" in out
     with np.load(rec_path) as z:
@@ -233,8 +278,16 @@ def test_simulate_errors_are_one_line(fast_demo, tmp_path, capsys):
 
 
 # -- the command line itself ---------------------------------------------------------------------------
-@pytest.mark.parametrize("argv", [["demo", "--epochs", "0"], ["demo", "--epochs", "many"], ["frobnicate"],
-                                  ["demo", "--colour"], ["simulate", "c.npz"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--epochs", "0"],
+        ["demo", "--epochs", "many"],
+        ["frobnicate"],
+        ["demo", "--colour"],
+        ["simulate", "c.npz"],
+    ],
+)
 def test_bad_arguments_exit_cleanly(argv, capsys):
     assert main(argv) == 2
     _one_line_error(capsys.readouterr())

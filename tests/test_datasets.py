@@ -18,28 +18,28 @@ def test_shapes_dtypes_and_ranges(data):
     assert data.y_train.shape == (1347,) and data.y_test.shape == (450,)
     for x in (data.x_train, data.x_test):
         assert x.dtype.kind == "i"
-        assert x.min() == 0 and x.max() == 15          # never above the Xylo input clip
+        assert x.min() == 0 and x.max() == 15  # never above the Xylo input clip
     assert data.n_classes == 10 and data.n_channels == 16 and data.n_steps == 12
     assert "row/column scan" in data.description and "1347 train / 450 test" in data.description
 
 
 def test_rows_and_columns_carry_the_same_image(data):
     x = np.concatenate([data.x_train, data.x_test])
-    rows = x[:, :8, :8]                   # rows[n, t, j] = q(P[t, j])
-    cols = x[:, :8, 8:]                   # cols[n, t, j] = q(P[j, t])
+    rows = x[:, :8, :8]  # rows[n, t, j] = q(P[t, j])
+    cols = x[:, :8, 8:]  # cols[n, t, j] = q(P[j, t])
     np.testing.assert_array_equal(cols, np.swapaxes(rows, 1, 2))
-    assert not x[:, 8:].any()             # the trailing steps are silent
+    assert not x[:, 8:].any()  # the trailing steps are silent
 
 
 def test_encoding_matches_the_equations():
-    img = np.arange(64, dtype=float).reshape(1, 8, 8) % 17       # every intensity 0..16
+    img = np.arange(64, dtype=float).reshape(1, 8, 8) % 17  # every intensity 0..16
     x = encode_digits(img, T=10)
     q = np.rint(img[0] * 15 / 16).astype(int)
     for t in range(8):
         np.testing.assert_array_equal(x[0, t, :8], q[t, :])
         np.testing.assert_array_equal(x[0, t, 8:], q[:, t])
     assert x.shape == (1, 10, 16) and x[0, 8:].sum() == 0
-    assert int(x.max()) == 15 and q[1, 0] == 8                   # 15 * 8 / 16 = 7.5 -> 8 (half to even)
+    assert int(x.max()) == 15 and q[1, 0] == 8  # 15 * 8 / 16 = 7.5 -> 8 (half to even)
 
 
 def test_split_is_a_stratified_partition(data):
@@ -69,8 +69,10 @@ def test_test_fraction():
     assert abs(len(d.y_test) - 1797 / 2) <= 10
 
 
-@pytest.mark.parametrize("kwargs, match", [({"T": 7}, "T"), ({"test_fraction": 0.0}, "test_fraction"),
-                                           ({"test_fraction": 1.5}, "test_fraction")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"T": 7}, "T"), ({"test_fraction": 0.0}, "test_fraction"), ({"test_fraction": 1.5}, "test_fraction")],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(PondError, match=match):
         load_digits_events(**kwargs)

@@ -24,7 +24,9 @@ def _net(n_hidden=32, n_out=10, seed=0, k=1):
     return nn.Sequential(
         nn.Linear(16, n_hidden * k, key=k1),
         nn.LIF((n_hidden * k, n_hidden), tau_mem=0.02, tau_syn=0.002, threshold=1.0),
-        nn.Linear(n_hidden, n_out, key=k2), nn.LIF(n_out, tau_mem=0.02, tau_syn=0.002, threshold=1.0))
+        nn.Linear(n_hidden, n_out, key=k2),
+        nn.LIF(n_out, tau_mem=0.02, tau_syn=0.002, threshold=1.0),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +42,10 @@ def _chip(net, x, quantizer=channel_quantize):
     return qspec, out, rec
 
 
-@pytest.mark.parametrize("quantizer,mode,k", [(channel_quantize, "channel", 1), (global_quantize, "global", 1),
-                                              (channel_quantize, "channel", 2)])
+@pytest.mark.parametrize(
+    "quantizer,mode,k",
+    [(channel_quantize, "channel", 1), (global_quantize, "global", 1), (channel_quantize, "channel", 2)],
+)
 def test_hardware_aware_float_equals_chip(data, quantizer, mode, k):
     net = xylo_aware(_net(k=k), quantize=mode)
     # a random perturbation of the dashes, so that several decay shifts are exercised
@@ -53,8 +57,14 @@ def test_hardware_aware_float_equals_chip(data, quantizer, mode, k):
     assert int(chip_rec["Spikes"].sum()) > 0 and int(chip_out.sum()) > 0
     np.testing.assert_array_equal(np.asarray(rec["0_XyloLIF/spikes"]), chip_rec["Spikes"])
     np.testing.assert_array_equal(np.asarray(out), chip_out)
-    cmp = compare_records(rec, chip_rec, layer_map=layer_map_from_spec(qspec), delays=0,
-                          scales=qspec.quantization.scales, chip_output=chip_out)
+    cmp = compare_records(
+        rec,
+        chip_rec,
+        layer_map=layer_map_from_spec(qspec),
+        delays=0,
+        scales=qspec.quantization.scales,
+        chip_output=chip_out,
+    )
     for name, c in cmp.items():
         for qty, st in c.stats.items():
             assert st["exact"] == 1.0, (name, qty, st)
@@ -111,8 +121,9 @@ def test_export_reproduces_trained_dashes_and_input_untouched(data):
     np.testing.assert_array_equal(np.round(np.log2(tau_for_dash(d, 1e-3) / 1e-3)), d)
     # the plain float copy decays exactly like the chip: exp(-dt / tau) = 1 - 2^-d
     lif = to_float(net).layers[1]
-    np.testing.assert_allclose(np.exp(-lif.dt / np.asarray(lif.tau_mem, np.float64)),
-                               1 - 2.0 ** -dashes["0_XyloLIF"]["dash_mem"], rtol=1e-6)
+    np.testing.assert_allclose(
+        np.exp(-lif.dt / np.asarray(lif.tau_mem, np.float64)), 1 - 2.0 ** -dashes["0_XyloLIF"]["dash_mem"], rtol=1e-6
+    )
 
 
 def test_audio2_output_limit_is_reported():
@@ -132,12 +143,22 @@ def test_refuses_unsupported_networks():
 
 
 def test_input_clip_delay_and_caps():
-    lif = XyloLIF(1, 1, weight=[[1.0]], threshold=0.01, dash_mem=1.0, dash_syn=1.0, quantize=None,
-                  input_clip=15.0, delay_in=True, max_spikes=31)
+    lif = XyloLIF(
+        1,
+        1,
+        weight=[[1.0]],
+        threshold=0.01,
+        dash_mem=1.0,
+        dash_syn=1.0,
+        quantize=None,
+        input_clip=15.0,
+        delay_in=True,
+        max_spikes=31,
+    )
     out, state, rec = lif(jnp.array([[100.0], [0.0]]), record=True)
-    assert out[0, 0] == 0.0                       # the input arrives one step late
-    assert out[1, 0] == 31.0                      # capped at 31
-    assert float(rec["isyn"][1, 0, 0]) == 7.5     # clipped to 15, then halved
+    assert out[0, 0] == 0.0  # the input arrives one step late
+    assert out[1, 0] == 31.0  # capped at 31
+    assert float(rec["isyn"][1, 0, 0]) == 7.5  # clipped to 15, then halved
 
 
 def test_short_training_closes_the_gap(data):
@@ -146,11 +167,10 @@ def test_short_training_closes_the_gap(data):
     x, y = data.x_train[:640], data.y_train[:640]
     xt, yt = data.x_test[:200], data.y_test[:200]
     opt = optax.adam(1e-2)
-    net, _ = fit(_net(), (x, y), epochs=6, batch_size=64, progress=False, frozen=("tau_mem", "tau_syn"),
-                 optimizer=opt)
+    net, _ = fit(_net(), (x, y), epochs=6, batch_size=64, progress=False, frozen=("tau_mem", "tau_syn"), optimizer=opt)
     _, plain_chip_out, _ = _chip(net, xt)
     hw, _ = fit(xylo_aware(net), (x, y), epochs=3, batch_size=64, progress=False, optimizer=opt)
     hw_acc = evaluate(hw, xt, yt)
     _, chip_out, _ = _chip(hw, xt)
-    assert accuracy(chip_out, yt) == pytest.approx(hw_acc, abs=1e-9)   # bit-exact: same predictions
+    assert accuracy(chip_out, yt) == pytest.approx(hw_acc, abs=1e-9)  # bit-exact: same predictions
     assert hw_acc > accuracy(plain_chip_out, yt) + 0.1

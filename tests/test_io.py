@@ -25,35 +25,55 @@ def _keys(n):
 
 def _seq_lif():
     k = _keys(2)
-    return nn.Sequential(nn.Linear(16, 32, key=k[0]),
-                         nn.LIF(32, tau_mem=0.015, tau_syn=0.002, max_spikes_per_dt=31, threshold=0.7),
-                         nn.Linear(32, 10, key=k[1]), nn.LIF(10, max_spikes_per_dt=1))
+    return nn.Sequential(
+        nn.Linear(16, 32, key=k[0]),
+        nn.LIF(32, tau_mem=0.015, tau_syn=0.002, max_spikes_per_dt=31, threshold=0.7),
+        nn.Linear(32, 10, key=k[1]),
+        nn.LIF(10, max_spikes_per_dt=1),
+    )
 
 
 def _residual_recurrent():
     k = _keys(4)
-    return nn.Sequential(nn.Linear(6, 12, key=k[0], bias=True),
-                         nn.LIF(12, has_rec=True, key=k[1], bias=0.1),
-                         nn.Residual(nn.Linear(12, 24, key=k[2]), nn.LIF((24, 12), tau_syn=[0.002, 0.01]),
-                                     nn.Linear(12, 12, key=k[3]), nn.LIF(12)))
+    return nn.Sequential(
+        nn.Linear(6, 12, key=k[0], bias=True),
+        nn.LIF(12, has_rec=True, key=k[1], bias=0.1),
+        nn.Residual(
+            nn.Linear(12, 24, key=k[2]),
+            nn.LIF((24, 12), tau_syn=[0.002, 0.01]),
+            nn.Linear(12, 12, key=k[3]),
+            nn.LIF(12),
+        ),
+    )
 
 
 def _nir_neurons():
     k = _keys(2)
-    return nn.Sequential(nn.Linear(6, 8, key=k[0]),
-                         nn.CubaLIF(8, tau_syn=2e-3, tau_mem=1e-2, r=10.0, v_threshold=1.0, dt=1e-3),
-                         nn.Delay(8, delay=2e-3, dt=1e-3), nn.Linear(8, 4, key=k[1]),
-                         nn.LI(4, tau=1e-2, dt=1e-3))
+    return nn.Sequential(
+        nn.Linear(6, 8, key=k[0]),
+        nn.CubaLIF(8, tau_syn=2e-3, tau_mem=1e-2, r=10.0, v_threshold=1.0, dt=1e-3),
+        nn.Delay(8, delay=2e-3, dt=1e-3),
+        nn.Linear(8, 4, key=k[1]),
+        nn.LI(4, tau=1e-2, dt=1e-3),
+    )
 
 
 def _conv():
     w = np.asarray(jax.random.normal(_keys(1)[0], (4, 1, 3, 3))) * 0.5
-    return nn.Sequential(nn.Conv2d((1, 6, 6), weight=w, padding=1), nn.IF((4, 6, 6), v_threshold=0.5),
-                         nn.SumPool2d((4, 6, 6), kernel_size=2), nn.Flatten((4, 3, 3)))
+    return nn.Sequential(
+        nn.Conv2d((1, 6, 6), weight=w, padding=1),
+        nn.IF((4, 6, 6), v_threshold=0.5),
+        nn.SumPool2d((4, 6, 6), kernel_size=2),
+        nn.Flatten((4, 3, 3)),
+    )
 
 
-NETWORKS = {"sequential_lif": (_seq_lif, 16), "residual_recurrent": (_residual_recurrent, 6),
-            "nir_neurons_delay": (_nir_neurons, 6), "conv_pool_flatten": (_conv, 36)}
+NETWORKS = {
+    "sequential_lif": (_seq_lif, 16),
+    "residual_recurrent": (_residual_recurrent, 6),
+    "nir_neurons_delay": (_nir_neurons, 6),
+    "conv_pool_flatten": (_conv, 36),
+}
 
 
 @pytest.mark.parametrize("name", sorted(NETWORKS))
@@ -92,7 +112,7 @@ def test_trained_network_still_maps(tmp_path):
 
 
 def test_graph_network_from_nir_round_trip(tmp_path):
-    from pondlib.graph.nir import from_nir
+    from pondlib.interop.nir import from_nir
 
     net = from_nir(NIR_DATA / "braille" / "braille_noDelay_bias_zero.nir", dt=None)
     assert type(net).__name__ == "GraphNetwork"

@@ -26,7 +26,7 @@ def test_raster_binary_spikes():
     pts = _scatter_offsets(ax)
     np.testing.assert_allclose(sorted(map(tuple, pts)), [(4.0, 0), (10.0, 3), (18.0, 5)])
     assert ax.get_legend() is not None and "3 in all" in ax.get_legend().get_texts()[0].get_text()
-    assert len(fig.axes) == 1                               # no colorbar for 0/1 spikes
+    assert len(fig.axes) == 1  # no colorbar for 0/1 spikes
 
 
 def test_raster_counts_get_a_colorbar():
@@ -68,7 +68,7 @@ def test_traces_picks_neurons_and_custom_x():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["neuron 3", "neuron 7"]
     np.testing.assert_allclose(ax.get_lines()[0].get_xdata(), np.arange(1, 6))
     assert ax.get_xlabel() == "epoch"
-    assert len(plot.traces(v).axes[0].get_lines()) == 8      # max_traces
+    assert len(plot.traces(v).axes[0].get_lines()) == 8  # max_traces
 
 
 def test_compare_images_side_by_side():
@@ -83,14 +83,13 @@ def test_compare_images_side_by_side():
         images = [c for c in ax.get_children() if isinstance(c, AxesImage)]
         np.testing.assert_array_equal(images[0].get_array(), data.T)
         assert ax.get_xlabel() == "time (ms)" and ax.get_ylabel() == "neuron index"
-    assert len(fig.axes) == 4                               # two colorbars
+    assert len(fig.axes) == 4  # two colorbars
     assert fig.axes[3].get_ylabel() == "spikes"
 
 
 def test_compare_lines():
     f = np.linspace(0, 1, 10)[:, None] * [1, 2, 3]
-    fig = plot.compare(f, f * 100, kind="lines", neurons=[0, 2], float_unit="a.u.",
-                       device_unit="chip integer")
+    fig = plot.compare(f, f * 100, kind="lines", neurons=[0, 2], float_unit="a.u.", device_unit="chip integer")
     ax_f, ax_d = fig.axes
     assert len(ax_f.get_lines()) == 2 and ax_d.get_ylabel() == "chip integer"
     np.testing.assert_allclose(ax_d.get_lines()[1].get_ydata(), f[:, 2] * 100)
@@ -102,16 +101,19 @@ def test_saved_png_is_an_image(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 1000
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: plot.raster(np.zeros((2, 3, 4))), "spikes shape"),
-    (lambda: plot.raster(np.zeros((0, 3))), "spikes shape"),
-    (lambda: plot.raster(np.zeros((3, 3)), dt=-1.0), "dt"),
-    (lambda: plot.traces(np.zeros((3, 3)), neurons=[5]), "neuron index"),
-    (lambda: plot.traces(np.zeros((3, 2)), labels=["one"]), "labels"),
-    (lambda: plot.compare(np.zeros((3, 2)), np.zeros((3, 4))), "neuron counts"),
-    (lambda: plot.compare(np.zeros((3, 2)), np.zeros((3, 2)), kind="bars"), "kind"),
-    (lambda: plot.traces(["a", "b"]), "not numeric"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: plot.raster(np.zeros((2, 3, 4))), "spikes shape"),
+        (lambda: plot.raster(np.zeros((0, 3))), "spikes shape"),
+        (lambda: plot.raster(np.zeros((3, 3)), dt=-1.0), "dt"),
+        (lambda: plot.traces(np.zeros((3, 3)), neurons=[5]), "neuron index"),
+        (lambda: plot.traces(np.zeros((3, 2)), labels=["one"]), "labels"),
+        (lambda: plot.compare(np.zeros((3, 2)), np.zeros((3, 4))), "neuron counts"),
+        (lambda: plot.compare(np.zeros((3, 2)), np.zeros((3, 2)), kind="bars"), "kind"),
+        (lambda: plot.traces(["a", "b"]), "not numeric"),
+    ],
+)
 def test_bad_input(call, match):
     with pytest.raises(PondError, match=match):
         call()

@@ -28,5 +28,5 @@ def test_readme_quick_start_runs():
 def test_readme_commands_match_ci():
     text = README.read_text()
     ci = (README.parent / ".ci" / "run").read_text()
-    for cmd in ('python -m pip install -e . && pond demo', 'python -m pip install -e ".[test]" && python -m pytest'):
+    for cmd in ("python -m pip install -e . && pond demo", 'python -m pip install -e ".[test]" && python -m pytest'):
         assert cmd in text and cmd in ci

@@ -11,16 +11,28 @@ import pytest
 from pondlib import nn
 from pondlib.datasets import EventDataset, load_digits_events
 from pondlib.errors import PondError
-from pondlib.training import (accuracy, cross_entropy_max, cross_entropy_sum, evaluate, firing_rate_regularizer,
-                              fit, get_loss, mse, output_vmem, predict)
+from pondlib.training import (
+    accuracy,
+    cross_entropy_max,
+    cross_entropy_sum,
+    evaluate,
+    firing_rate_regularizer,
+    fit,
+    get_loss,
+    mse,
+    output_vmem,
+    predict,
+)
 
 
 def small_net(hidden=24, seed=0):
     k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
-    return nn.Sequential(nn.Linear(16, hidden, key=k1),
-                         nn.LIF(hidden, tau_mem=0.0155, tau_syn=0.0014, max_spikes_per_dt=31),
-                         nn.Linear(hidden, 10, key=k2),
-                         nn.LIF(10, tau_mem=0.0155, tau_syn=0.0014, max_spikes_per_dt=1))
+    return nn.Sequential(
+        nn.Linear(16, hidden, key=k1),
+        nn.LIF(hidden, tau_mem=0.0155, tau_syn=0.0014, max_spikes_per_dt=31),
+        nn.Linear(hidden, 10, key=k2),
+        nn.LIF(10, tau_mem=0.0155, tau_syn=0.0014, max_spikes_per_dt=1),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,14 +44,14 @@ def digits():
 # -- losses ---------------------------------------------------------------------------------------------
 def test_cross_entropy_sum_by_hand():
     s = np.zeros((2, 4, 3))
-    s[0, :2, 0] = 1          # counts [2, 0, 0], label 0
-    s[1, :, 2] = 1           # counts [0, 0, 4], label 1
+    s[0, :2, 0] = 1  # counts [2, 0, 0], label 0
+    s[1, :, 2] = 1  # counts [0, 0, 4], label 1
     expected = ((-2 + math.log(math.exp(2) + 2)) + (-0 + math.log(2 + math.exp(4)))) / 2
     assert float(cross_entropy_sum(jnp.asarray(s), jnp.array([0, 1]))) == pytest.approx(expected, rel=1e-6)
 
 
 def test_cross_entropy_max_uses_the_time_maximum():
-    v = jnp.array([[[0.0, 3.0], [1.0, -1.0], [0.5, 0.0]]])          # max over time [1, 3]
+    v = jnp.array([[[0.0, 3.0], [1.0, -1.0], [0.5, 0.0]]])  # max over time [1, 3]
     assert float(cross_entropy_max(v, jnp.array([1]))) == pytest.approx(math.log(1 + math.exp(-2)), rel=1e-6)
 
 
@@ -49,8 +61,8 @@ def test_mse_by_hand():
 
 def test_firing_rate_regularizer_by_hand():
     s = np.zeros((2, 5, 2))
-    s[:, :, 0] = 1.0                       # rate 1.0
-    s[0, 0, 1] = 1.0                       # rate 0.1
+    s[:, :, 0] = 1.0  # rate 1.0
+    s[0, 0, 1] = 1.0  # rate 0.1
     rec = {"1_LIF/spikes": jnp.asarray(s), "1_LIF/vmem": jnp.zeros((2, 5, 2))}
     both = ((1.0 - 0.2) ** 2 + (0.1 - 0.2) ** 2) / 2
     assert float(firing_rate_regularizer(rec, 0.2, weight=3.0)) == pytest.approx(3 * both, rel=1e-5)
@@ -61,8 +73,12 @@ def test_firing_rate_regularizer_by_hand():
 
 
 def test_output_vmem_picks_the_last_layer():
-    rec = {"1_LIF/vmem": jnp.zeros((1, 2, 5)), "10_LIF/vmem": jnp.ones((1, 2, 3)),
-           "3_LIF/vmem": jnp.zeros((1, 2, 4)), "10_LIF/spikes": jnp.zeros((1, 2, 3))}
+    rec = {
+        "1_LIF/vmem": jnp.zeros((1, 2, 5)),
+        "10_LIF/vmem": jnp.ones((1, 2, 3)),
+        "3_LIF/vmem": jnp.zeros((1, 2, 4)),
+        "10_LIF/spikes": jnp.zeros((1, 2, 3)),
+    }
     assert output_vmem(rec).shape == (1, 2, 3)
     with pytest.raises(PondError, match="membrane"):
         output_vmem({"1_LIF/spikes": jnp.zeros((1, 2, 3))})
@@ -73,9 +89,11 @@ def test_loss_names():
     rec = {"3_LIF/vmem": out}
     labels = jnp.array([1, 1])
     assert float(get_loss("cross_entropy_sum")(out, rec, labels)) == pytest.approx(
-        float(cross_entropy_sum(out, labels)))
+        float(cross_entropy_sum(out, labels))
+    )
     assert float(get_loss("cross_entropy_max")(out, rec, labels)) == pytest.approx(
-        float(cross_entropy_max(out, labels)))
+        float(cross_entropy_max(out, labels))
+    )
     assert float(get_loss("mse")(out, rec, labels)) == pytest.approx(0.0)
     with pytest.raises(PondError, match="loss"):
         get_loss("hinge")
@@ -86,9 +104,17 @@ def test_fit_decreases_the_loss_and_learns(digits):
     x, y, xt, yt = digits
     net = small_net()
     before = evaluate(net, xt, yt)
-    trained, hist = fit(net, (x, y), "cross_entropy_sum", optimizer=optax.adam(3e-3), epochs=6,
-                        batch_size=32, key=jax.random.PRNGKey(1), frozen=("tau_mem", "tau_syn"),
-                        progress=False)
+    trained, hist = fit(
+        net,
+        (x, y),
+        "cross_entropy_sum",
+        optimizer=optax.adam(3e-3),
+        epochs=6,
+        batch_size=32,
+        key=jax.random.PRNGKey(1),
+        frozen=("tau_mem", "tau_syn"),
+        progress=False,
+    )
     assert set(hist) == {"loss", "accuracy"} and len(hist["loss"]) == 6
     assert hist["loss"][-1] < 0.8 * hist["loss"][0]
     assert hist["accuracy"][-1] > hist["accuracy"][0]
@@ -103,8 +129,9 @@ def test_fit_decreases_the_loss_and_learns(digits):
 
 def test_fit_is_deterministic_given_the_key(digits):
     x, y = digits[0][:128], digits[1][:128]
-    runs = [fit(small_net(8), (x, y), epochs=2, batch_size=32, key=jax.random.PRNGKey(k), progress=False)
-            for k in (5, 5, 6)]
+    runs = [
+        fit(small_net(8), (x, y), epochs=2, batch_size=32, key=jax.random.PRNGKey(k), progress=False) for k in (5, 5, 6)
+    ]
     leaves = [jax.tree_util.tree_leaves(r[0]) for r in runs]
     for a, b in zip(leaves[0], leaves[1]):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -122,12 +149,13 @@ def test_fit_accepts_a_dataset_and_a_callable_loss(digits):
         return cross_entropy_sum(out, labels) + firing_rate_regularizer(rec, 0.1, keys=["1_LIF/spikes"])
 
     _, hist = fit(small_net(8), d, loss, epochs=2, batch_size=32, progress=False)
-    assert calls == [(32, 10, 10)]           # traced once: 2 epochs of 96 // 32 = 3 steps of one shape
+    assert calls == [(32, 10, 10)]  # traced once: 2 epochs of 96 // 32 = 3 steps of one shape
     assert np.isfinite(hist["loss"][0])
 
 
 def test_fit_progress_bar_reports(digits, capsys):
     from rich.console import Console
+
     x, y = digits[0][:64], digits[1][:64]
     console = Console(force_terminal=False, width=120)
     fit(small_net(8), (x, y), epochs=1, batch_size=32, progress=True, console=console)
@@ -138,12 +166,13 @@ def test_fit_progress_bar_reports(digits, capsys):
 def test_fit_reports_a_nan_loss(digits):
     x, y = digits[0][:64], digits[1][:64]
     with pytest.raises(PondError, match="training loss"):
-        fit(small_net(8), (x, y), lambda o, r, l: jnp.nan * jnp.sum(o), epochs=1, batch_size=32,
-            progress=False)
+        fit(small_net(8), (x, y), lambda o, r, l: jnp.nan * jnp.sum(o), epochs=1, batch_size=32, progress=False)
 
 
-@pytest.mark.parametrize("kwargs, match", [({"epochs": 0}, "epochs"), ({"batch_size": 0}, "batch_size"),
-                                           ({"batch_size": 10_000}, "batch_size")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"epochs": 0}, "epochs"), ({"batch_size": 0}, "batch_size"), ({"batch_size": 10_000}, "batch_size")],
+)
 def test_fit_bad_arguments(digits, kwargs, match):
     x, y = digits[0][:64], digits[1][:64]
     with pytest.raises(PondError, match=match):

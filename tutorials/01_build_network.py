@@ -45,14 +45,16 @@ assert (net.size_in, net.size_out) == (16, 10)
 
 # %%
 rng = np.random.default_rng(0)
-x = rng.poisson(0.3, size=(4, 100, 16)).astype(np.float32)          # (B, T, N_in) events
+x = rng.poisson(0.3, size=(4, 100, 16)).astype(np.float32)  # (B, T, N_in) events
 out, state, rec = net(x, record=True)
 print("output", out.shape, "| record keys:", sorted(rec))
-hidden = np.asarray(rec["1_LIF/spikes"])                              # (B, T, 32)
-print(f"hidden spikes per sample: {hidden.sum(axis=(1, 2)).tolist()}, at most "
-      f"{int(hidden.max())} per neuron per step; output spikes: {np.asarray(out).sum(axis=(1, 2)).tolist()}")
+hidden = np.asarray(rec["1_LIF/spikes"])  # (B, T, 32)
+print(
+    f"hidden spikes per sample: {hidden.sum(axis=(1, 2)).tolist()}, at most "
+    f"{int(hidden.max())} per neuron per step; output spikes: {np.asarray(out).sum(axis=(1, 2)).tolist()}"
+)
 assert out.shape == (4, 100, 10) and rec["1_LIF/vmem"].shape == (4, 100, 32)
-assert hidden.sum() > 0 and np.asarray(out).max() <= 1                 # the output cap is 1
+assert hidden.sum() > 0 and np.asarray(out).max() <= 1  # the output cap is 1
 
 # %% [markdown]
 # The state continues a run: two halves give the same output as the whole.
@@ -77,8 +79,10 @@ order = [m.name for m in topological_order(graph)]
 print("topological order:", order)
 lifs = sorted(modules_of_class(graph, LIFNeurons), key=lambda m: order.index(m.name))
 weights = modules_of_class(graph, LinearWeights)
-print(f"{len(weights)} weight layers, {len(lifs)} LIF layers (name, neurons, tau_mem in ms):",
-      [(m.name, m.n_neurons, round(float(np.asarray(m.tau_mem).ravel()[0]) * 1e3, 3)) for m in lifs])
+print(
+    f"{len(weights)} weight layers, {len(lifs)} LIF layers (name, neurons, tau_mem in ms):",
+    [(m.name, m.n_neurons, round(float(np.asarray(m.tau_mem).ravel()[0]) * 1e3, 3)) for m in lifs],
+)
 assert len(lifs) == 3 and len(weights) == 3
 assert order.index("0_Linear") < order.index("1_LIF") < order.index("4_LIF")
 
@@ -92,11 +96,15 @@ assert order.index("0_Linear") < order.index("1_LIF") < order.index("4_LIF")
 fig = plot.raster(hidden[0], title="hidden layer 1_LIF, sample 0", dt=1e-3)
 fig.savefig("01_hidden_raster.png", dpi=100)
 counts = hidden[0].sum(axis=0)
-quiet = sorted(np.argsort(np.where(counts > 0, counts, np.inf))[:2].tolist())   # 2 least active (> 0)
-fig = plot.traces(np.asarray(rec["1_LIF/vmem"][0]), neurons=quiet, dt=1e-3,
-                  labels=[f"neuron {i} ({int(counts[i])} spike{'' if counts[i] == 1 else 's'})" for i in quiet],
-                  title="membrane potential of two quiet neurons (after reset), sample 0",
-                  ylabel="vmem (a.u.)")
+quiet = sorted(np.argsort(np.where(counts > 0, counts, np.inf))[:2].tolist())  # 2 least active (> 0)
+fig = plot.traces(
+    np.asarray(rec["1_LIF/vmem"][0]),
+    neurons=quiet,
+    dt=1e-3,
+    labels=[f"neuron {i} ({int(counts[i])} spike{'' if counts[i] == 1 else 's'})" for i in quiet],
+    title="membrane potential of two quiet neurons (after reset), sample 0",
+    ylabel="vmem (a.u.)",
+)
 ax = fig.axes[0]
 ax.axhline(0.5, color="grey", ls="--", lw=1, label="threshold (0.5)")
 ax.legend(loc="lower left", fontsize="small", framealpha=0.9)

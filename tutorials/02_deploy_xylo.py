@@ -33,7 +33,7 @@ net = nn.Sequential(
     nn.Linear(32, 4, weight=rng.normal(0.0, 0.3, size=(32, 4))),
     nn.LIF(4, threshold=20.0),
 )
-spec = mapper(net)                        # float specification (every design rule checked)
+spec = mapper(net)  # float specification (every design rule checked)
 config, ok, message = config_from_specification(channel_quantize(spec))
 assert ok, message
 print(f"N_in={config.n_input}, N_hid={config.n_hidden}, N_out={config.n_output}, dt={config.dt} s")
@@ -42,7 +42,7 @@ print(f"N_in={config.n_input}, N_hid={config.n_hidden}, N_out={config.n_output},
 # ## 2. Run it on the simulator
 
 # %%
-x = rng.poisson(0.1, size=(200, 16))     # input event counts, (T, N_in)
+x = rng.poisson(0.1, size=(200, 16))  # input event counts, (T, N_in)
 sim = XyloSim.from_config(config)
 out_sim, state_sim, rec_sim = sim.evolve(x, record=True)
 print("simulator: output spikes per neuron", out_sim.sum(axis=0).tolist())
@@ -73,8 +73,7 @@ print("board:     output spikes per neuron", out_hw.sum(axis=0).tolist())
 assert np.array_equal(out_hw, out_sim)
 for key in rec_sim:
     assert np.array_equal(rec_hw[key], rec_sim[key]), key
-print("output and every recorded state agree bit for bit:",
-      ", ".join(f"{k} {v.shape}" for k, v in rec_hw.items()))
+print("output and every recorded state agree bit for bit:", ", ".join(f"{k} {v.shape}" for k, v in rec_hw.items()))
 
 # The configuration read back from the board's memory is the one written.
 assert board.config == config
@@ -103,12 +102,14 @@ print("REG words 0-4:", [hex(int(w)) for w in reg])
 stats = board.last_stats
 print(f"inference duration: {board.inference_duration * 1e3:.1f} ms for {len(x)} steps")
 print(stats.summary())
-print(f"busiest step: {stats.max_cycles} cycles of {stats.cycle_budget} available "
-      f"(real time: {stats.realtime_ok}); peak power {stats.power_w.max() * 1e6:.1f} uW")
+print(
+    f"busiest step: {stats.max_cycles} cycles of {stats.cycle_budget} available "
+    f"(real time: {stats.realtime_ok}); peak power {stats.power_w.max() * 1e6:.1f} uW"
+)
 assert board.inference_duration == len(x) * config.dt
 assert stats.realtime_ok
 
-estimate = board.estimate(x)              # the same model, host side, board untouched
+estimate = board.estimate(x)  # the same model, host side, board untouched
 assert np.array_equal(estimate.synops, stats.synops)
 
 # %% [markdown]
@@ -130,7 +131,7 @@ try:
     board.evolve(x)
 except SimulationError as err:
     print(err)
-board.device.reconnect()                  # a power cycle: the memory is blank again
-board.apply_config(config)                # re-applying resets the state
+board.device.reconnect()  # a power cycle: the memory is blank again
+board.apply_config(config)  # re-applying resets the state
 assert np.array_equal(board.evolve(x)[0], out_sim)
 print("reconnected, reconfigured, same result")

@@ -44,8 +44,12 @@ print(data.description)
 
 # %%
 k1, k2, k_fit, k_hw = jax.random.split(jax.random.PRNGKey(0), 4)
-net = nn.Sequential(nn.Linear(16, HIDDEN, key=k1), nn.LIF(HIDDEN, tau_mem=0.02, tau_syn=0.002),
-                    nn.Linear(HIDDEN, 10, key=k2), nn.LIF(10, tau_mem=0.02, tau_syn=0.002))
+net = nn.Sequential(
+    nn.Linear(16, HIDDEN, key=k1),
+    nn.LIF(HIDDEN, tau_mem=0.02, tau_syn=0.002),
+    nn.Linear(HIDDEN, 10, key=k2),
+    nn.LIF(10, tau_mem=0.02, tau_syn=0.002),
+)
 steps = len(data.y_train) // 64
 opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(optax.cosine_decay_schedule(3e-3, EPOCHS * steps)))
 net, _ = fit(net, data, epochs=EPOCHS, optimizer=opt, key=k_fit, frozen=("tau_mem", "tau_syn"), progress=False)
@@ -66,7 +70,7 @@ def on_chip(model, x):
     qspec = channel_quantize(mapper(model, XYLO_AUDIO3))
     config, ok, message = config_from_specification(qspec)
     assert ok, message
-    out, _, rec = XyloSim.from_config(config).evolve(x, record=True)   # batched
+    out, _, rec = XyloSim.from_config(config).evolve(x, record=True)  # batched
     return qspec, out, rec
 
 
@@ -88,9 +92,13 @@ hw_acc = evaluate(hw, data.x_test, data.y_test)
 hw_qspec, hw_chip_out, hw_chip_rec = on_chip(hw, data.x_test)
 chip_hw = accuracy(hw_chip_out, data.y_test)
 print(f"hardware-aware float: {hw_acc:.1%}   on the chip: {chip_hw:.1%}")
-print("trained membrane dashes:", np.unique(hardware_dashes(hw)["0_XyloLIF"]["dash_mem"]).tolist(),
-      " mapped:", np.unique(hw_qspec.dash_mem).tolist())
-assert chip_hw == hw_acc          # the hardware-aware model is the chip, bit for bit
+print(
+    "trained membrane dashes:",
+    np.unique(hardware_dashes(hw)["0_XyloLIF"]["dash_mem"]).tolist(),
+    " mapped:",
+    np.unique(hw_qspec.dash_mem).tolist(),
+)
+assert chip_hw == hw_acc  # the hardware-aware model is the chip, bit for bit
 
 # %% [markdown]
 # ## 5. Records side by side
@@ -102,15 +110,28 @@ assert chip_hw == hw_acc          # the hardware-aware model is the chip, bit fo
 # %%
 x = data.x_test[:50]
 _, _, plain_rec = net(x.astype(np.float32), record=True)
-plain = compare_records(plain_rec, {k: v[:50] for k, v in chip_rec.items()}, layer_map=layer_map_from_spec(qspec),
-                        scales=qspec.quantization.scales, chip_output=chip_out[:50])
+plain = compare_records(
+    plain_rec,
+    {k: v[:50] for k, v in chip_rec.items()},
+    layer_map=layer_map_from_spec(qspec),
+    scales=qspec.quantization.scales,
+    chip_output=chip_out[:50],
+)
 _, _, hw_rec = hw(x.astype(np.float32), record=True)
-aware = compare_records(hw_rec, {k: v[:50] for k, v in hw_chip_rec.items()}, layer_map=layer_map_from_spec(hw_qspec),
-                        delays=0, scales=hw_qspec.quantization.scales, chip_output=hw_chip_out[:50])
+aware = compare_records(
+    hw_rec,
+    {k: v[:50] for k, v in hw_chip_rec.items()},
+    layer_map=layer_map_from_spec(hw_qspec),
+    delays=0,
+    scales=hw_qspec.quantization.scales,
+    chip_output=hw_chip_out[:50],
+)
 for title, cmp in (("plain float", plain), ("hardware-aware", aware)):
     for name, c in cmp.items():
         st = c.stats
-        print(f"{title:15s} {name:10s} delay {c.delay}  vmem corr {st['vmem']['corr']:.3f}  "
-              f"spikes equal {st['spikes']['exact']:.1%}  float/chip spikes "
-              f"{st['spikes']['float_total']:.0f}/{st['spikes']['chip_total']:.0f}")
+        print(
+            f"{title:15s} {name:10s} delay {c.delay}  vmem corr {st['vmem']['corr']:.3f}  "
+            f"spikes equal {st['spikes']['exact']:.1%}  float/chip spikes "
+            f"{st['spikes']['float_total']:.0f}/{st['spikes']['chip_total']:.0f}"
+        )
 assert all(c.stats["spikes"]["exact"] == 1.0 for c in aware.values())

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # NIR: import networks from other frameworks, export pondlib networks
 #
-# NIR files store continuous-time equations and no time step. `pondlib.graph.nir` makes the three
+# NIR files store continuous-time equations and no time step. `pondlib.interop.nir` makes the three
 # decisions explicit: the discretization (forward Euler by default), the exporter's convention
 # (detected, reported, overridable) and the reset (files cannot say).
 
@@ -13,7 +13,7 @@ import numpy as np
 from pondlib import nn
 from pondlib.devices.xylo.mapper import mapper
 from pondlib.errors import ConstraintError
-from pondlib.graph.nir import from_nir, load_nir, write
+from pondlib.interop.nir import from_nir, load_nir, write
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "nir"
 

@@ -17,8 +17,15 @@ import numpy as np
 
 from pondlib import nn
 from pondlib.devices.spinnaker2 import (
-    DNNSim, LIFOptions, SpiNNaker2Sim, config_from_specification, decode_words, dnn_mapper, estimate,
-    mapper, train_mlp,
+    DNNSim,
+    LIFOptions,
+    SpiNNaker2Sim,
+    config_from_specification,
+    decode_words,
+    dnn_mapper,
+    estimate,
+    mapper,
+    train_mlp,
 )
 from pondlib.errors import ConstraintError
 
@@ -32,8 +39,12 @@ rng = np.random.default_rng(0)
 # reports the relative quantization error of every weight layer.
 
 # %%
-net = nn.Sequential(nn.Linear(16, 300, weight=rng.normal(0, 0.5, (16, 300))), nn.LIF(300, tau_syn=0.005),
-                    nn.Linear(300, 10, weight=rng.normal(0, 0.2, (300, 10))), nn.LIF(10, tau_syn=0.005))
+net = nn.Sequential(
+    nn.Linear(16, 300, weight=rng.normal(0, 0.5, (16, 300))),
+    nn.LIF(300, tau_syn=0.005),
+    nn.Linear(300, 10, weight=rng.normal(0, 0.2, (300, 10))),
+    nn.LIF(10, tau_syn=0.005),
+)
 spec = mapper(net, delays={"2_Linear": rng.integers(0, 8, (300, 10))})
 for s in spec.slices:
     mem = spec.memory[s.pe]
@@ -46,8 +57,16 @@ config, ok, message = config_from_specification(spec)
 assert ok, message
 pe = config.pes[-1]
 w, d, i = decode_words(pe.words[:4], config.model.word)
-print("first words of the output PE:", [f"0x{int(x):04x}" for x in pe.words[:4]],
-      "-> weight", w.tolist(), "delay", d.tolist(), "target", i.tolist())
+print(
+    "first words of the output PE:",
+    [f"0x{int(x):04x}" for x in pe.words[:4]],
+    "-> weight",
+    w.tolist(),
+    "delay",
+    d.tolist(),
+    "target",
+    i.tolist(),
+)
 print("routing:", [(r.source, r.start, r.stop, hex(r.key), r.targets) for r in config.routing])
 
 # %% [markdown]
@@ -70,7 +89,7 @@ except ConstraintError as err:
 # of delay `d` is added to the target's input at tick `t + 1 + d`.
 
 # %%
-x = rng.poisson(0.2, size=(4, 60, 16))            # (B, T, N_in) spike counts
+x = rng.poisson(0.2, size=(4, 60, 16))  # (B, T, N_in) spike counts
 sim = SpiNNaker2Sim.from_config(config)
 out, state, rec = sim.evolve(x, record=True)
 print("output spikes per sample:", out.sum(axis=(1, 2)).tolist(), "| record keys:", sorted(rec)[:4], "...")
@@ -89,7 +108,7 @@ assert np.flatnonzero(r1["1_LIF.input"][:, 0]).tolist() == [6]
 
 # %%
 tie = nn.Sequential(nn.Linear(1, 1, weight=np.ones((1, 1))), nn.LIF(1, tau_mem=1e3, threshold=1.0))
-cfg_t, _, _ = config_from_specification(mapper(tie, neuron_model="lif"))   # weight 15, threshold 15
+cfg_t, _, _ = config_from_specification(mapper(tie, neuron_model="lif"))  # weight 15, threshold 15
 spikes_gt = SpiNNaker2Sim.from_config(cfg_t).evolve(np.array([[1], [0]]))[0].sum()
 spikes_ge = SpiNNaker2Sim.from_config(cfg_t, LIFOptions(compare=">=")).evolve(np.array([[1], [0]]))[0].sum()
 print(f"v == threshold: spikes with '>' {spikes_gt}, with '>=' {spikes_ge}")
@@ -116,8 +135,10 @@ acc_f = np.mean(mlp.predict(xd[te]) == yd[te])
 acc_q = np.mean(np.argmax(y_int, axis=1) == yd[te])
 print(f"float {acc_f:.2%}, int8 on the MLA simulator {acc_q:.2%}")
 for layer in cfg.layers:
-    print(f"  {layer.name}: {layer.weights.shape}, shift {layer.shift}, relu {layer.relu}, "
-          f"{layer.workers} worker(s), |acc| <= {layer.acc_bound} (24-bit limit {2 ** 23})")
+    print(
+        f"  {layer.name}: {layer.weights.shape}, shift {layer.shift}, relu {layer.relu}, "
+        f"{layer.workers} worker(s), |acc| <= {layer.acc_bound} (24-bit limit {2**23})"
+    )
 assert abs(acc_f - acc_q) <= 0.005
 
 # %% [markdown]

@@ -13,6 +13,7 @@ from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
 from pondlib.devices.siracusa import (
+    TUTORIAL_ANCHORS,
     GemmLayer,
     ReLU,
     RequantShift,
@@ -24,7 +25,6 @@ from pondlib.devices.siracusa import (
     mapper,
     quantize_input,
     requant_shift,
-    TUTORIAL_ANCHORS,
 )
 from pondlib.errors import ConstraintError
 
@@ -46,15 +46,14 @@ assert requant_shift(np.array([65536]), RequantShift(mul=65536)).tolist() == [0]
 
 # %%
 d = load_digits()
-x_tr, x_te, y_tr, y_te = train_test_split(d.data, d.target, test_size=0.25, random_state=0,
-                                          stratify=d.target)
+x_tr, x_te, y_tr, y_te = train_test_split(d.data, d.target, test_size=0.25, random_state=0, stratify=d.target)
 rng = np.random.default_rng(0)
 sizes = (64, 64, 32, 10)
 params = [[rng.normal(0, np.sqrt(2 / a), (a, b)), np.zeros(b)] for a, b in zip(sizes[:-1], sizes[1:])]
 moments = [[np.zeros_like(p), np.zeros_like(p)] for wb in params for p in wb]
 onehot = np.eye(10)[y_tr]
 with threadpool_limits(1):
-    for step in range(1, 401):                      # full-batch Adam on cross-entropy
+    for step in range(1, 401):  # full-batch Adam on cross-entropy
         hs = [x_tr / 16]
         for i, (W, b) in enumerate(params):
             z = hs[-1] @ W + b
@@ -69,8 +68,8 @@ with threadpool_limits(1):
             m, v = moments[j]
             m[:] = 0.9 * m + 0.1 * gr
             v[:] = 0.999 * v + 0.001 * gr * gr
-            q -= 3e-3 * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
-params[0][0] = params[0][0] / 16                  # the network now takes raw pixels 0..16
+            q -= 3e-3 * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+params[0][0] = params[0][0] / 16  # the network now takes raw pixels 0..16
 
 
 def predict(x):

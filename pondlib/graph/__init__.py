@@ -1,8 +1,9 @@
 """Graphs as plain data, exported by ``pondlib.nn`` modules and consumed by device mappers.
 
 See :mod:`pondlib.graph.base` (nodes, modules, holders, ``connect_modules``),
-:mod:`pondlib.graph.modules` (typed modules), :mod:`pondlib.graph.utils` (traversal) and
-:mod:`pondlib.graph.nir` (NIR import and export).
+:mod:`pondlib.graph.modules` (typed modules) and :mod:`pondlib.graph.utils` (traversal). The graph is
+plain data: it imports nothing of pondlib but :mod:`pondlib.errors` and :mod:`pondlib.validate`; NIR
+import and export, which build ``pondlib.nn`` modules, live above it in :mod:`pondlib.interop`.
 """
 
 from pondlib.graph.base import (
@@ -14,7 +15,6 @@ from pondlib.graph.base import (
     connect_modules,
 )
 from pondlib.graph.modules import AliasConnection, LIFNeurons, LinearWeights
-from pondlib.graph.nir import from_nir, load_nir, to_nir, write
 from pondlib.graph.utils import (
     find_modules,
     find_recurrent_modules,
@@ -26,9 +26,20 @@ from pondlib.graph.utils import (
 )
 
 __all__ = [
-    "GraphNode", "GraphModuleBase", "GraphModule", "GraphHolder", "as_GraphHolder", "connect_modules",
-    "LinearWeights", "LIFNeurons", "AliasConnection",
-    "find_modules", "modules_of_class", "find_recurrent_modules", "topological_order",
-    "source_modules_of", "sink_modules_of", "graph_to_str",
-    "from_nir", "load_nir", "to_nir", "write",
+    "GraphNode",
+    "GraphModuleBase",
+    "GraphModule",
+    "GraphHolder",
+    "as_GraphHolder",
+    "connect_modules",
+    "LinearWeights",
+    "LIFNeurons",
+    "AliasConnection",
+    "find_modules",
+    "modules_of_class",
+    "find_recurrent_modules",
+    "topological_order",
+    "source_modules_of",
+    "sink_modules_of",
+    "graph_to_str",
 ]

@@ -22,13 +22,16 @@ Example:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
+
+import numpy as np
 
 from pondlib.errors import GraphError
+from pondlib.validate import as_array, as_int_array, check_int, check_type
 
-__all__ = ["GraphNode", "GraphModuleBase", "GraphModule", "GraphHolder", "as_GraphHolder",
-           "connect_modules"]
+__all__ = ["GraphNode", "GraphModuleBase", "GraphModule", "GraphHolder", "as_GraphHolder", "connect_modules"]
 
 _node_ids = itertools.count()
 
@@ -48,21 +51,21 @@ class GraphNode:
         self.sink_modules: list[GraphModuleBase] = []
         self._id = next(_node_ids)
 
-    def add_source(self, module: "GraphModuleBase") -> None:
+    def add_source(self, module: GraphModuleBase) -> None:
         """Register ``module`` as writing to this node (once)."""
         if not any(m is module for m in self.source_modules):
             self.source_modules.append(module)
 
-    def add_sink(self, module: "GraphModuleBase") -> None:
+    def add_sink(self, module: GraphModuleBase) -> None:
         """Register ``module`` as reading from this node (once)."""
         if not any(m is module for m in self.sink_modules):
             self.sink_modules.append(module)
 
-    def remove_source(self, module: "GraphModuleBase") -> None:
+    def remove_source(self, module: GraphModuleBase) -> None:
         """Forget that ``module`` writes to this node."""
         self.source_modules = [m for m in self.source_modules if m is not module]
 
-    def remove_sink(self, module: "GraphModuleBase") -> None:
+    def remove_sink(self, module: GraphModuleBase) -> None:
         """Forget that ``module`` reads from this node."""
         self.sink_modules = [m for m in self.sink_modules if m is not module]
 
@@ -82,6 +85,11 @@ class GraphModuleBase:
     name: str
     computational_module: Any = field(default=None)
 
+    def __post_init__(self) -> None:
+        self.name = check_type(self.name, "module name", str, where=type(self).__name__, error=GraphError)
+        self.input_nodes = _node_list(self.input_nodes, "input_nodes", self.name)
+        self.output_nodes = _node_list(self.output_nodes, "output_nodes", self.name)
+
     @property
     def size_in(self) -> int:
         """Number of input channels."""
@@ -96,16 +104,22 @@ class GraphModuleBase:
         return f"{type(self).__name__} '{self.name}' with {self.size_in} input nodes -> {self.size_out} output nodes"
 
     @classmethod
-    def _factory(cls, size_in: int, size_out: int, name: str | None = None,
-                 computational_module: Any = None, *args: Any, **kwargs: Any):
+    def _factory(
+        cls,
+        size_in: int,
+        size_out: int,
+        name: str | None = None,
+        computational_module: Any = None,
+        *args: Any,
+        **kwargs: Any,
+    ):
         """Build a module with ``size_in`` fresh input nodes and ``size_out`` fresh output nodes.
 
         Extra positional and keyword arguments go to the subclass's own fields.
         """
-        for what, n in (("size_in", size_in), ("size_out", size_out)):
-            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-                raise GraphError(f"graph module {what}", value=n, limit="a non-negative integer",
-                                 where=name or cls.__name__, fix=f"pass {what} as an int")
+        where = name if isinstance(name, str) else cls.__name__
+        size_in = check_int(size_in, "graph module size_in", lo=0, where=where, error=GraphError)
+        size_out = check_int(size_out, "graph module size_out", lo=0, where=where, error=GraphError)
         return cls(
             [GraphNode() for _ in range(size_in)],
             [GraphNode() for _ in range(size_out)],
@@ -119,9 +133,28 @@ class GraphModuleBase:
 @dataclass(eq=False, repr=False)
 class GraphModule(GraphModuleBase):
     """A computing module in a graph: it registers itself as the sink of its input nodes and the
-    source of its output nodes. Subclasses add typed parameters (see :mod:`pondlib.graph.modules`)."""
+    source of its output nodes. Subclasses add typed parameters (see :mod:`pondlib.graph.modules`) and
+    check them in :meth:`_check_fields`, which runs before the module registers with its nodes (so a
+    module that fails its checks leaves the graph unchanged)."""
+
+    def _check_fields(self) -> None:
+        """Check (and normalise) the subclass's fields; raise GraphError. Nothing to check here."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        for what, nodes in (("input_nodes", self.input_nodes), ("output_nodes", self.output_nodes)):
+            seen: dict[int, int] = {}
+            for i, n in enumerate(nodes):
+                if id(n) in seen:
+                    raise GraphError(
+                        f"duplicate node in {what}",
+                        value=f"positions {seen[id(n)]} and {i}",
+                        limit="distinct nodes (one per channel)",
+                        where=self.name,
+                        fix="give every channel its own GraphNode",
+                    )
+                seen[id(n)] = i
+        self._check_fields()  # before registering: a module that fails its checks leaves no trace in the graph
         for n in self.input_nodes:
             n.add_sink(self)
         for n in self.output_nodes:
@@ -144,21 +177,71 @@ def as_GraphHolder(g: GraphModuleBase) -> GraphHolder:
     if isinstance(g, GraphHolder):
         return g
     if not isinstance(g, GraphModuleBase):
-        raise GraphError("as_GraphHolder input", value=type(g).__name__, limit="a graph module",
-                         fix="call .as_graph() on a pondlib.nn module first")
+        raise GraphError(
+            "as_GraphHolder input",
+            value=type(g).__name__,
+            limit="a graph module",
+            fix="call .as_graph() on a pondlib.nn module first",
+        )
     return GraphHolder(list(g.input_nodes), list(g.output_nodes), f"{g.name}_graph", None)
 
 
-def _select(nodes: list[GraphNode], indices: Sequence[int] | None, where: str) -> list[GraphNode]:
+def _node_list(nodes: Any, what: str, where: str) -> list[GraphNode]:
+    """``nodes`` as a list of :class:`GraphNode` (a list or tuple of them)."""
+    if not isinstance(nodes, (list, tuple)):
+        raise GraphError(
+            what,
+            value=f"a {type(nodes).__name__}",
+            limit="a list of GraphNode",
+            where=where,
+            fix="pass a list of GraphNode objects",
+        )
+    for i, n in enumerate(nodes):
+        if not isinstance(n, GraphNode):
+            raise GraphError(
+                f"{what}[{i}]",
+                value=f"a {type(n).__name__}",
+                limit="a GraphNode",
+                where=where,
+                fix="pass a list of GraphNode objects",
+            )
+    return list(nodes)
+
+
+def _select(nodes: list[GraphNode], indices: Any, what: str, where: str) -> list[GraphNode]:
+    """The nodes at ``indices``: a non-empty 1-d sequence of distinct whole numbers in ``0..len - 1``
+    (``None``: all nodes). Python-style negative indices and booleans are refused, not interpreted."""
     if indices is None:
         return list(nodes)
-    out = []
-    for i in indices:
-        if not -len(nodes) <= int(i) < len(nodes):
-            raise GraphError("node index out of range", value=int(i), limit=f"0..{len(nodes) - 1}",
-                             where=where, fix="pass indices within the module's size")
-        out.append(nodes[int(i)])
-    return out
+    raw = as_array(indices, what, where=where, error=GraphError, ndim=1, fix="pass a list of node indices")
+    if raw.dtype.kind == "b":
+        raise GraphError(
+            what,
+            value="booleans",
+            limit="node indices (integers)",
+            where=where,
+            fix="pass the indices of the selected nodes, e.g. np.flatnonzero(mask)",
+        )
+    arr = as_int_array(raw, what, where=where, error=GraphError, fix="pass whole-number node indices")
+    for i in arr.tolist():
+        if not 0 <= i < len(nodes):
+            raise GraphError(
+                "node index out of range",
+                value=int(i),
+                limit=f"0..{len(nodes) - 1}",
+                where=where,
+                fix="pass indices within the module's size (negative indices are not supported)",
+            )
+    uniq, counts = np.unique(arr, return_counts=True)
+    if np.any(counts > 1):
+        raise GraphError(
+            f"duplicate node index in {what}",
+            value=int(uniq[counts > 1][0]),
+            limit="distinct indices",
+            where=where,
+            fix="select each node once (fan-out goes through a weight layer)",
+        )
+    return [nodes[i] for i in arr.tolist()]
 
 
 def connect_modules(
@@ -180,24 +263,50 @@ def connect_modules(
         dest_indices: which input nodes of ``dest`` (default: all).
 
     Raises:
-        GraphError: when the numbers of selected nodes differ (the message gives both sizes).
+        GraphError: when ``source`` or ``dest`` is not a graph module; when an index list is not a
+            non-empty 1-d sequence of distinct whole numbers within the module's size (fractional,
+            negative, boolean, duplicate or out-of-range indices are refused, never rounded or wrapped);
+            when a node would be merged twice (a selected source node is also a merged destination
+            node); when the numbers of selected nodes differ (the message gives both sizes). Every check
+            runs before anything is connected: on an error both graphs are unchanged.
 
     Example:
         >>> a, b = GraphModule._factory(1, 4, "a"), GraphModule._factory(3, 2, "b")
         >>> connect_modules(a, b)
         Traceback (most recent call last):
         ...
-        pondlib.errors.GraphError: connect a -> b: output size of the source does not match input size of the destination: got 4, expected 3. Fix: ...
+        pondlib.errors.GraphError: connect a -> b: output size of the source does not match input size of the
+        destination: got 4, expected 3. Fix: ...
     """
-    src = _select(source.output_nodes, source_indices, f"{source.name} (source)")
-    dst = _select(dest.input_nodes, dest_indices, f"{dest.name} (destination)")
+    for what, g in (("source", source), ("dest", dest)):
+        if not isinstance(g, GraphModuleBase):
+            raise GraphError(
+                f"connect_modules {what}",
+                value=f"a {type(g).__name__}",
+                limit="a graph module or holder",
+                fix="call .as_graph() on a pondlib.nn module first",
+            )
+    src = _select(source.output_nodes, source_indices, "source_indices", f"{source.name} (source)")
+    dst = _select(dest.input_nodes, dest_indices, "dest_indices", f"{dest.name} (destination)")
     if len(src) != len(dst):
         raise GraphError(
             "output size of the source does not match input size of the destination",
-            value=len(src), limit=len(dst), where=f"connect {source.name} -> {dest.name}",
-            fix="select matching source_indices/dest_indices or change one module's size")
+            value=len(src),
+            limit=len(dst),
+            where=f"connect {source.name} -> {dest.name}",
+            fix="select matching source_indices/dest_indices or change one module's size",
+        )
     # one pass: map each destination node to its source node, then rewrite every affected module once
     mapping = {id(d): s for s, d in zip(src, dst) if s is not d}
+    chained = [i for i, s in enumerate(src) if id(s) in mapping and s is not dst[i]]
+    if chained:
+        raise GraphError(
+            "a node would be merged twice",
+            value=f"selected source node {chained[0]} is also a destination node being replaced",
+            limit="source and destination nodes that do not overlap",
+            where=f"connect {source.name} -> {dest.name}",
+            fix="connect the modules in two steps, or select other indices",
+        )
     if mapping:
         affected: dict[int, GraphModuleBase] = {}
         for s_node, d_node in zip(src, dst):
@@ -216,5 +325,4 @@ def connect_modules(
         for m in affected.values():
             m.input_nodes = [mapping.get(id(n), n) for n in m.input_nodes]
             m.output_nodes = [mapping.get(id(n), n) for n in m.output_nodes]
-    return GraphHolder(list(source.input_nodes), list(dest.output_nodes),
-                       f"{source.name}--{dest.name}", None)
+    return GraphHolder(list(source.input_nodes), list(dest.output_nodes), f"{source.name}--{dest.name}", None)

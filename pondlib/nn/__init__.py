@@ -3,6 +3,10 @@
 Every module maps (T, N_in) or (B, T, N_in) input to ``(output, state, record)``; see
 :mod:`pondlib.nn.base` for the contract, :mod:`pondlib.nn.lif` for the neuron equations.
 
+Constructors raise :class:`~pondlib.errors.GraphError` and calls raise
+:class:`~pondlib.errors.SimulationError`, naming the offending parameter, input or state; what is checked
+and what is tolerated is listed in :mod:`pondlib.nn.base`.
+
 Example:
     >>> import jax, jax.numpy as jnp
     >>> from pondlib import nn
@@ -24,8 +28,33 @@ from pondlib.nn.neurons import IF, LI, NIRLIF, CubaLI, CubaLIF, Integrator, Thre
 from pondlib.nn.surrogate import Surrogate, spike_count
 from pondlib.nn.xylo_lif import XyloLIF, XyloLIFState
 
-__all__ = ["Module", "scan_steps", "Linear", "LIF", "LIFState", "LIFParameters", "lif_step",
-           "Sequential", "Residual", "Surrogate", "spike_count",
-           "Conv1d", "Conv2d", "SumPool2d", "AvgPool2d", "Flatten", "Scale", "Delay",
-           "CubaLIF", "CubaLI", "NIRLIF", "LI", "IF", "Integrator", "Threshold", "GraphNetwork",
-           "XyloLIF", "XyloLIFState"]
+__all__ = [
+    "Module",
+    "scan_steps",
+    "Linear",
+    "LIF",
+    "LIFState",
+    "LIFParameters",
+    "lif_step",
+    "Sequential",
+    "Residual",
+    "Surrogate",
+    "spike_count",
+    "Conv1d",
+    "Conv2d",
+    "SumPool2d",
+    "AvgPool2d",
+    "Flatten",
+    "Scale",
+    "Delay",
+    "CubaLIF",
+    "CubaLI",
+    "NIRLIF",
+    "LI",
+    "IF",
+    "Integrator",
+    "Threshold",
+    "GraphNetwork",
+    "XyloLIF",
+    "XyloLIFState",
+]

@@ -77,9 +77,11 @@ def _syn_sum(i_flat: jax.Array, k: int) -> jax.Array:
 
 def _initial(state0, batch, n, k):
     """The initial state broadcast to the batch, isyn flat."""
-    return (jnp.broadcast_to(_flat(state0.isyn), batch + (n * k,)),
-            jnp.broadcast_to(state0.vmem, batch + (n,)),
-            jnp.broadcast_to(state0.spikes, batch + (n,)))
+    return (
+        jnp.broadcast_to(_flat(state0.isyn), batch + (n * k,)),
+        jnp.broadcast_to(state0.vmem, batch + (n,)),
+        jnp.broadcast_to(state0.spikes, batch + (n,)),
+    )
 
 
 def _at(stack, t):
@@ -137,12 +139,21 @@ def _fwd(cap, surrogate, alpha, beta, threshold, bias, w_rec, x, state0):
 
     init = _initial(state0, xv.shape[1:-1], n, k) + (xv[0], xv)
     (i_f, v_f, s_f, _, q), (pre, vmem) = scan_steps(step, init, jnp.arange(T))
-    spikes = surrogate.spikes(pre, threshold, cap)   # the step's own function of P: same values
+    spikes = surrogate.spikes(pre, threshold, cap)  # the step's own function of P: same values
     isyn = _unflat(q * beta_f, k)
     out = (spikes, vmem, isyn, type(state0)(_unflat(i_f, k), v_f, s_f))
     # the last residual is a static flag (an empty pytree or None): whether dL/dx is wanted
-    res = (alpha, beta, threshold, w_rec, state0, pre, q, spikes if w_rec is not None else None,
-           () if x.perturbed or w_rec is not None else None)
+    res = (
+        alpha,
+        beta,
+        threshold,
+        w_rec,
+        state0,
+        pre,
+        q,
+        spikes if w_rec is not None else None,
+        () if x.perturbed or w_rec is not None else None,
+    )
     return out, res
 
 
@@ -181,11 +192,11 @@ def _bwd(cap, surrogate, res, cts):
         lam_p1, lam_q1, lam_s_rec, acc, gs_t, buf = carry
         p_t = _at(pre, t)
         s_t = surrogate.spikes(p_t, threshold, cap)
-        v_t = p_t - s_t * threshold                       # vmem after reset, as in the forward
+        v_t = p_t - s_t * threshold  # vmem after reset, as in the forward
         u = p_t / threshold
         g = surrogate.derivative(u, cap)
-        dsdp = g / threshold                                # ds/dP
-        dsdth = -g * u / threshold                          # ds/dtheta at fixed P
+        dsdp = g / threshold  # ds/dP
+        dsdth = -g * u / threshold  # ds/dtheta at fixed P
         lam_s = zn if g_spikes is None else (gs_t if in_place else _at(g_spikes, t))
         if rec_layer:
             lam_s = lam_s + lam_s_rec
@@ -202,10 +213,14 @@ def _bwd(cap, surrogate, res, cts):
             lam_i = lam_i + _at(g_isyn, t)
         lam_q = beta_f * lam_i
         a_alpha, a_beta, a_bias, a_th = acc
-        acc = (a_alpha + lam_p1 * v_t, a_beta + lam_i * _at(q, t), a_bias + lam_p1,
-               a_th + (lam_s - threshold * lam_v) * dsdth - lam_v * s_t)
+        acc = (
+            a_alpha + lam_p1 * v_t,
+            a_beta + lam_i * _at(q, t),
+            a_bias + lam_p1,
+            a_th + (lam_s - threshold * lam_v) * dsdth - lam_v * s_t,
+        )
         rec = lam_q @ w_rec.T if rec_layer else None
-        if in_place:   # as in the forward: read the next cotangent after the in-place update
+        if in_place:  # as in the forward: read the next cotangent after the in-place update
             buf = _put(buf, lam_q, t)
             return (lam_p, lam_q, rec, acc, _at(buf, jnp.maximum(t - 1, 0)), buf), None
         return (lam_p, lam_q, rec, acc, None, None), (lam_q if want_dx else None)
@@ -216,25 +231,32 @@ def _bwd(cap, surrogate, res, cts):
     gs_last = None
     if in_place:
         gs_last = g_spikes[last] if gf_s is None or rec_layer else g_spikes[last] + gf_s
-    carry0 = (zn, zq if gf_i is None else full(_flat(gf_i), zq), full(gf_s, zn) if rec_layer else None,
-              (zn, zq, zn, zn), gs_last, g_spikes if in_place else None)
+    carry0 = (
+        zn,
+        zq if gf_i is None else full(_flat(gf_i), zq),
+        full(gf_s, zn) if rec_layer else None,
+        (zn, zq, zn, zn),
+        gs_last,
+        g_spikes if in_place else None,
+    )
     (lam_p0, d_i0, d_s0, acc, _, buf), dx = scan_steps(step, carry0, jnp.arange(T), reverse=True)
     if in_place:
         dx = buf
     d_v0 = alpha * lam_p0
-    acc = (acc[0] + lam_p0 * v0, acc[1], acc[2] + lam_p0, acc[3])   # the late terms of step 0
+    acc = (acc[0] + lam_p0 * v0, acc[1], acc[2] + lam_p0, acc[3])  # the late terms of step 0
     if d_s0 is None:
         d_s0 = zn
 
-    bred = tuple(range(len(batch)))                     # reduce the accumulators over the batch
+    bred = tuple(range(len(batch)))  # reduce the accumulators over the batch
     d_alpha, d_beta, d_bias, d_th = (jnp.sum(a, axis=bred) for a in acc)
     d_beta = d_beta.reshape(n, k)
     d_w = None
     if w_rec is not None:
         s_prev = jnp.concatenate([_initial(state0, batch, n, k)[2][None], spikes[:-1]])
         d_w = s_prev.reshape(-1, n).T @ dx.reshape(-1, n * k)
-    d_state0 = type(state0)(_unbroadcast(_unflat(d_i0, k), state0.isyn),
-                            _unbroadcast(d_v0, state0.vmem), _unbroadcast(d_s0, state0.spikes))
+    d_state0 = type(state0)(
+        _unbroadcast(_unflat(d_i0, k), state0.isyn), _unbroadcast(d_v0, state0.vmem), _unbroadcast(d_s0, state0.spikes)
+    )
     return d_alpha, d_beta, d_th, d_bias, d_w, (dx if want_dx else None), d_state0
 
 

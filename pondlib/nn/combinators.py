@@ -23,7 +23,7 @@ import jax
 
 from pondlib.errors import GraphError
 from pondlib.graph import AliasConnection, GraphHolder, connect_modules
-from pondlib.nn.base import check_sizes, evolve_time_major
+from pondlib.nn.base import check_batch_shape, check_module, check_sizes, evolve_time_major
 from pondlib.nn.lif import LIF  # noqa: F401  (doctest namespace)
 from pondlib.nn.linear import Linear  # noqa: F401  (doctest namespace)
 
@@ -35,7 +35,14 @@ def _child_names(layers: tuple) -> list[str]:
 
 
 class Sequential(eqx.Module):
-    """Modules applied one after the other: ``y = f_n(... f_1(x))``; state is a tuple of their states."""
+    """Modules applied one after the other: ``y = f_n(... f_1(x))``; state is a tuple of their states.
+
+    ``Sequential(a, b)`` and ``Sequential([a, b])`` are the same.
+
+    Raises:
+        GraphError: no module, an argument that is not a pondlib.nn module (``Sequential(1, 2)``, a class
+            instead of an instance), or consecutive modules whose sizes do not chain (naming both).
+    """
 
     layers: tuple
 
@@ -43,11 +50,20 @@ class Sequential(eqx.Module):
         if len(modules) == 1 and isinstance(modules[0], (list, tuple)):
             modules = tuple(modules[0])
         if not modules:
-            raise GraphError("Sequential needs at least one module", value=0, limit=">= 1",
-                             fix="pass modules, e.g. Sequential(Linear(...), LIF(...))")
+            raise GraphError(
+                "Sequential needs at least one module",
+                value=0,
+                limit=">= 1",
+                fix="pass modules, e.g. Sequential(Linear(...), LIF(...))",
+            )
+        for i, m in enumerate(modules):
+            check_module(m, f"module {i}", "Sequential")
         for i in range(1, len(modules)):
-            check_sizes(modules[i - 1].size_out, modules[i].size_in,
-                        f"Sequential: {i - 1}_{type(modules[i - 1]).__name__} -> {i}_{type(modules[i]).__name__}")
+            check_sizes(
+                modules[i - 1].size_out,
+                modules[i].size_in,
+                f"Sequential: {i - 1}_{type(modules[i - 1]).__name__} -> {i}_{type(modules[i]).__name__}",
+            )
         self.layers = tuple(modules)
 
     @property
@@ -68,6 +84,7 @@ class Sequential(eqx.Module):
 
     def init_state(self, batch_shape: tuple[int, ...] = ()) -> tuple:
         """The tuple of the children's zero states."""
+        batch_shape = check_batch_shape(batch_shape, "Sequential")
         return tuple(m.init_state(batch_shape) for m in self.layers)
 
     def evolve_tm(self, x: jax.Array, state: tuple, record: bool):
@@ -95,8 +112,7 @@ class Sequential(eqx.Module):
         graphs = [m.as_graph(prefix + n) for n, m in zip(_child_names(self.layers), self.layers)]
         for a, b in zip(graphs[:-1], graphs[1:]):
             connect_modules(a, b)
-        return GraphHolder(list(graphs[0].input_nodes), list(graphs[-1].output_nodes),
-                           name or "Sequential", self)
+        return GraphHolder(list(graphs[0].input_nodes), list(graphs[-1].output_nodes), name or "Sequential", self)
 
 
 class Residual(eqx.Module):
@@ -104,6 +120,9 @@ class Residual(eqx.Module):
 
     The block must map N channels to N channels. On Xylo the sum becomes an *alias*: the spikes of
     the neurons feeding the block also leave through the block's output neurons.
+
+    Raises:
+        GraphError: as :class:`Sequential`, and when the block changes the number of channels.
     """
 
     block: Sequential
@@ -111,9 +130,13 @@ class Residual(eqx.Module):
     def __init__(self, *modules: Any) -> None:
         block = Sequential(*modules)
         if block.size_in != block.size_out:
-            raise GraphError("Residual block must keep the size", value=block.size_out,
-                             limit=block.size_in, where="Residual",
-                             fix="make the block's output size equal its input size")
+            raise GraphError(
+                "Residual block must keep the size",
+                value=block.size_out,
+                limit=block.size_in,
+                where="Residual",
+                fix="make the block's output size equal its input size",
+            )
         self.block = block
 
     @property

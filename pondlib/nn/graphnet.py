@@ -1,6 +1,6 @@
 r"""A network of pondlib modules wired as an arbitrary directed graph (cycles allowed).
 
-:class:`GraphNetwork` runs what :func:`pondlib.graph.nir.from_nir` imports when the NIR graph is not a
+:class:`GraphNetwork` runs what :func:`pondlib.interop.nir.from_nir` imports when the NIR graph is not a
 plain chain: skip connections, several edges into one node (their outputs **add**), recurrent weights
 and nested cells.
 
@@ -41,12 +41,87 @@ import jax.numpy as jnp
 import numpy as np
 
 from pondlib.errors import GraphError, SimulationError
-from pondlib.nn.base import evolve_time_major, scan_steps
+from pondlib.nn.base import as_input_array, check_batch_shape, check_module, evolve_time_major, scan_steps
+from pondlib.validate import check_int, check_type
 
 __all__ = ["GraphNetwork", "INPUT", "OUTPUT"]
 
 INPUT = "input"
 OUTPUT = "output"
+
+
+def _check_modules(modules: Any) -> dict:
+    """``modules`` as a dict of node name (a str, not 'input'/'output') -> pondlib.nn module."""
+    check_type(modules, "modules", dict, where="GraphNetwork", error=GraphError, fix="pass {node name: module}")
+    if not modules:
+        raise GraphError("modules", value="an empty dict", limit="at least one module", where="GraphNetwork")
+    for name, m in modules.items():
+        check_type(name, "node name", str, where="GraphNetwork", error=GraphError, fix="name nodes with strings")
+        if name in (INPUT, OUTPUT):
+            raise GraphError(
+                "node name",
+                value=name,
+                limit="a name other than 'input' and 'output' (the graph boundary)",
+                where="GraphNetwork",
+                fix="rename the module",
+            )
+        check_module(m, f"modules[{name!r}]", "GraphNetwork")
+    return dict(modules)
+
+
+def _check_edges(edges: Any) -> tuple[tuple[str, str], ...]:
+    """``edges`` as a tuple of distinct ``(source, target)`` pairs of strings."""
+    if isinstance(edges, (str, bytes, dict)) or not hasattr(edges, "__iter__"):
+        raise GraphError(
+            "edges",
+            value=f"a {type(edges).__name__}",
+            limit="a sequence of (source, target) pairs",
+            where="GraphNetwork",
+            fix="pass e.g. [('input', 'a'), ('a', 'output')]",
+        )
+    out: list[tuple[str, str]] = []
+    for i, e in enumerate(edges):
+        if not (isinstance(e, (tuple, list)) and len(e) == 2 and all(isinstance(v, str) for v in e)):
+            raise GraphError(
+                f"edges[{i}]",
+                value=repr(e),
+                limit="a (source, target) pair of node names (strings)",
+                where="GraphNetwork",
+                fix="pass e.g. ('input', 'a')",
+            )
+        if tuple(e) in out:
+            raise GraphError(
+                "duplicate edge",
+                value=tuple(e),
+                limit="each edge once (edges into one node add; a repeated edge would double the signal)",
+                where="GraphNetwork",
+                fix="remove the repeated edge, or scale the weights",
+            )
+        out.append((e[0], e[1]))
+    return tuple(out)
+
+
+def _check_shape(shape: Any, name: str) -> tuple[int, ...]:
+    """A NIR shape as a tuple of ints >= 1."""
+    if isinstance(shape, (list, tuple)) or (isinstance(shape, np.ndarray) and shape.ndim > 0):
+        items = list(np.asarray(shape, dtype=object).reshape(-1))
+    else:
+        items = [shape]
+    if not items:
+        raise GraphError(name, value=shape, limit="at least one dimension", where="GraphNetwork")
+    return tuple(check_int(d, name, lo=1, where="GraphNetwork", error=GraphError) for d in items)
+
+
+def _reachable(edges: tuple[tuple[str, str], ...]) -> set[str]:
+    """Nodes reachable from 'input' along the edges."""
+    seen, stack = set(), [INPUT]
+    while stack:
+        a = stack.pop()
+        for u, v in edges:
+            if u == a and v not in seen:
+                seen.add(v)
+                stack.append(v)
+    return seen
 
 
 def _is_stateful(module: Any) -> bool:
@@ -110,30 +185,38 @@ class GraphNetwork(eqx.Module):
         output_shape: the NIR shape of the output (default ``(N_out,)``).
 
     Raises:
-        GraphError: unknown node names, size mismatches (naming both ends and both sizes), nodes
-            unreachable from the input, or a cycle without a stateful node.
+        GraphError: ``modules`` not a non-empty dict of str -> pondlib.nn module (``"input"`` and
+            ``"output"`` are reserved), edges that are not pairs of node names, a repeated edge, unknown
+            node names, size mismatches (naming both ends and both sizes), nodes unreachable from the
+            input, shapes that are not positive whole numbers, or a cycle without a stateful node.
     """
 
     modules: dict
     edges: tuple = eqx.field(static=True)
-    order: tuple = eqx.field(static=True)           # evaluation order
-    sources: tuple = eqx.field(static=True)         # per node in order: ((source, delayed), ...)
+    order: tuple = eqx.field(static=True)  # evaluation order
+    sources: tuple = eqx.field(static=True)  # per node in order: ((source, delayed), ...)
     out_sources: tuple = eqx.field(static=True)
-    delayed_nodes: tuple = eqx.field(static=True)   # sources of delayed edges
+    delayed_nodes: tuple = eqx.field(static=True)  # sources of delayed edges
     recurrent: bool = eqx.field(static=True)
     input_shape: tuple = eqx.field(static=True)
     output_shape: tuple = eqx.field(static=True)
 
-    def __init__(self, modules: dict, edges: Any, *, input_shape: Any = None,
-                 output_shape: Any = None) -> None:
-        modules = dict(modules)
-        edges = tuple((str(a), str(b)) for a, b in edges)
+    def __init__(self, modules: dict, edges: Any, *, input_shape: Any = None, output_shape: Any = None) -> None:
+        modules = _check_modules(modules)
+        edges = _check_edges(edges)
         for a, b in edges:
             for end, nm in (("source", a), ("target", b)):
                 ok = nm in modules or (nm == INPUT and end == "source") or (nm == OUTPUT and end == "target")
                 if not ok:
-                    raise GraphError(f"edge {end} is not a node", value=(a, b), limit=sorted(modules),
-                                     where="GraphNetwork", fix="name modules, 'input' or 'output' only")
+                    raise GraphError(
+                        f"edge {end} is not a node",
+                        value=(a, b),
+                        limit=sorted(modules),
+                        where="GraphNetwork",
+                        fix="name modules, 'input' or 'output' only",
+                    )
+        input_shape = None if input_shape is None else _check_shape(input_shape, "input_shape")
+        output_shape = None if output_shape is None else _check_shape(output_shape, "output_shape")
         names = list(modules)
         succ: dict[str, list[str]] = {n: [] for n in names}
         pred: dict[str, list[str]] = {n: [] for n in names + [OUTPUT]}
@@ -151,25 +234,52 @@ class GraphNetwork(eqx.Module):
                 if want is None:
                     want = sizes[a]
                 if sizes[a] != want:
-                    raise GraphError("edge sizes differ", value=f"{a} gives {sizes[a]}",
-                                     limit=f"{b} takes {want}", where=f"edge {a} -> {b}",
-                                     fix="check the shapes of both nodes")
+                    raise GraphError(
+                        "edge sizes differ",
+                        value=f"{a} gives {sizes[a]}",
+                        limit=f"{b} takes {want}",
+                        where=f"edge {a} -> {b}",
+                        fix="check the shapes of both nodes",
+                    )
             if b != OUTPUT and not pred[b]:
-                raise GraphError("node has no input", value=b, limit="an edge into every node",
-                                 where="GraphNetwork", fix="connect the node or remove it")
+                raise GraphError(
+                    "node has no input",
+                    value=b,
+                    limit="an edge into every node",
+                    where="GraphNetwork",
+                    fix="connect the node or remove it",
+                )
         if not pred[OUTPUT]:
-            raise GraphError("no edge into 'output'", where="GraphNetwork",
-                             fix="add an edge (last_node, 'output')")
+            raise GraphError("no edge into 'output'", where="GraphNetwork", fix="add an edge (last_node, 'output')")
+        if n_in <= 0:
+            raise GraphError(
+                "no edge from 'input'",
+                value=0,
+                limit="at least one input channel",
+                where="GraphNetwork",
+                fix="add an edge ('input', first_node), or pass input_shape",
+            )
+        unreachable = sorted(set(names) - _reachable(edges))
+        if unreachable:
+            raise GraphError(
+                "nodes unreachable from 'input'",
+                value=unreachable,
+                limit="a path from 'input' to every node",
+                where="GraphNetwork",
+                fix="connect the nodes to the input or remove them",
+            )
         stateful = {n: _is_stateful(m) for n, m in modules.items()}
         comp_of: dict[str, int] = {}
         for ci, comp in enumerate(_sccs(names, succ)):
             for n in comp:
                 comp_of[n] = ci
-        cyclic = {ci for ci in set(comp_of.values())
-                  if sum(1 for n in comp_of if comp_of[n] == ci) > 1}
+        cyclic = {ci for ci in set(comp_of.values()) if sum(1 for n in comp_of if comp_of[n] == ci) > 1}
         cyclic |= {comp_of[a] for a, b in edges if a == b}
-        delayed = {(a, b) for a, b in edges if a not in (INPUT,) and b != OUTPUT
-                   and comp_of[a] == comp_of[b] and comp_of[a] in cyclic and stateful[a]}
+        delayed = {
+            (a, b)
+            for a, b in edges
+            if a not in (INPUT,) and b != OUTPUT and comp_of[a] == comp_of[b] and comp_of[a] in cyclic and stateful[a]
+        }
         # topological order on the kept edges (Kahn, stable in insertion order)
         indeg = {n: 0 for n in names}
         for a, b in edges:
@@ -187,9 +297,13 @@ class GraphNetwork(eqx.Module):
                         ready.append(b)
         if len(order) != len(names):
             loop = sorted(set(names) - set(order))
-            raise GraphError("algebraic loop: a cycle without a stateful node", value=loop,
-                             limit="a neuron or delay on every cycle", where="GraphNetwork",
-                             fix="insert a stateful node (neuron, Delay) into the cycle")
+            raise GraphError(
+                "algebraic loop: a cycle without a stateful node",
+                value=loop,
+                limit="a neuron or delay on every cycle",
+                where="GraphNetwork",
+                fix="insert a stateful node (neuron, Delay) into the cycle",
+            )
         self.modules = modules
         self.edges = edges
         self.order = tuple(order)
@@ -197,14 +311,17 @@ class GraphNetwork(eqx.Module):
         self.out_sources = tuple(pred[OUTPUT])
         self.delayed_nodes = tuple(sorted({a for a, _ in delayed}))
         self.recurrent = bool(delayed)
-        self.input_shape = tuple(int(d) for d in np.asarray(input_shape).reshape(-1)) \
-            if input_shape is not None else (n_in,)
+        self.input_shape = input_shape if input_shape is not None else (n_in,)
         n_out = sizes[pred[OUTPUT][0]]
-        self.output_shape = tuple(int(d) for d in np.asarray(output_shape).reshape(-1)) \
-            if output_shape is not None else (n_out,)
+        self.output_shape = output_shape if output_shape is not None else (n_out,)
         if int(np.prod(self.output_shape)) != n_out:
-            raise GraphError("output shape", value=self.output_shape, limit=f"{n_out} elements",
-                             where="GraphNetwork", fix="pass the shape of what reaches 'output'")
+            raise GraphError(
+                "output shape",
+                value=self.output_shape,
+                limit=f"{n_out} elements",
+                where="GraphNetwork",
+                fix="pass the shape of what reaches 'output'",
+            )
 
     # -- protocol -------------------------------------------------------------------------------
     @property
@@ -219,9 +336,13 @@ class GraphNetwork(eqx.Module):
 
     def init_state(self, batch_shape: tuple[int, ...] = ()) -> dict:
         """``{"modules": {node: state}, "delayed": {node: previous output}}``, all zeros."""
-        return {"modules": {n: m.init_state(batch_shape) for n, m in self.modules.items()},
-                "delayed": {n: jnp.zeros(batch_shape + (self.modules[n].size_out,), jnp.float32)
-                            for n in self.delayed_nodes}}
+        batch_shape = check_batch_shape(batch_shape, "GraphNetwork")
+        return {
+            "modules": {n: m.init_state(batch_shape) for n, m in self.modules.items()},
+            "delayed": {
+                n: jnp.zeros(batch_shape + (self.modules[n].size_out,), jnp.float32) for n in self.delayed_nodes
+            },
+        }
 
     @staticmethod
     def _sum(values: list[jax.Array]) -> jax.Array:
@@ -265,16 +386,19 @@ class GraphNetwork(eqx.Module):
 
     def flatten_input(self, x: Any) -> Any:
         """(T, *input_shape) or (B, T, *input_shape) -> (T, N_in) or (B, T, N_in); flat input passes."""
-        if not hasattr(x, "shape"):
-            x = np.asarray(x)
+        x = as_input_array(x, "GraphNetwork")
         k = len(self.input_shape)
         if k > 1 and x.ndim in (2, 3) and x.shape[-1] == self.size_in:
             return x  # already flat
         if k > 1:
             if x.ndim not in (k + 1, k + 2) or tuple(x.shape[-k:]) != self.input_shape:
-                raise SimulationError("input shape", value=tuple(x.shape),
-                                      limit=f"(T, {self.input_shape}) or (B, T, {self.input_shape})",
-                                      where="GraphNetwork", fix="pass the network's input shape")
+                raise SimulationError(
+                    "input shape",
+                    value=tuple(x.shape),
+                    limit=f"(T, {self.input_shape}) or (B, T, {self.input_shape})",
+                    where="GraphNetwork",
+                    fix="pass the network's input shape",
+                )
             x = x.reshape(tuple(x.shape[:-k]) + (self.size_in,))
         return x
 

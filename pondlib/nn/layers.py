@@ -21,6 +21,13 @@ Delay          ``y[t, n] = x[t - d_n, n]`` with ``d_n = round(delay_n / dt)`` st
 Shapes: inputs (T, N_in) or (B, T, N_in), ``N_in = prod(input_shape)``; outputs likewise with
 ``N_out = prod(output_shape)``.
 
+Every constructor raises :class:`~pondlib.errors.GraphError` naming the parameter for: shapes, kernel
+sizes, strides and dilations that are not whole numbers >= 1 (an integral float such as ``2.0`` is
+accepted), paddings that are not whole numbers >= 0 (or ``"same"``/``"valid"``; ``"same"`` only with
+stride 1, as in PyTorch), ``groups`` that do not divide the channels, weights, biases, scales and delays
+that are not real, finite and within float32 or have the wrong shape, a negative delay, a delay that is
+not a whole number of steps or longer than :data:`MAX_DELAY_STEPS`, and ``dt <= 0``.
+
 Example:
     >>> import jax.numpy as jnp, numpy as np
     >>> conv = Conv2d((1, 4, 4), weight=np.ones((2, 1, 3, 3)), padding=1)
@@ -34,7 +41,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import equinox as eqx
@@ -42,28 +48,58 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pondlib.errors import GraphError, PondError
-from pondlib.nn.base import evolve_time_major
+from pondlib.errors import GraphError
+from pondlib.nn.base import as_param, check_batch_shape, evolve_time_major
+from pondlib.validate import as_float_array, check_choice, check_float, check_int
 
-__all__ = ["Conv1d", "Conv2d", "SumPool2d", "AvgPool2d", "Flatten", "Scale", "Delay"]
+__all__ = ["Conv1d", "Conv2d", "SumPool2d", "AvgPool2d", "Flatten", "Scale", "Delay", "MAX_DELAY_STEPS"]
 
-
-def _tuple(value: Any, nd: int, name: str, where: str) -> tuple[int, ...]:
-    arr = np.asarray(value).reshape(-1)
-    if arr.size == 1:
-        arr = np.repeat(arr, nd)
-    if arr.size != nd or not np.all(arr == np.round(arr)):
-        raise GraphError(f"{name}", value=np.asarray(value).tolist(), limit=f"an int or {nd} ints",
-                         where=where, fix=f"pass {name} as an int or a tuple of {nd} ints")
-    return tuple(int(v) for v in arr)
+#: Longest delay in steps: the state of a :class:`Delay` holds that many inputs per channel.
+MAX_DELAY_STEPS = 2**16
 
 
-def _shape(shape: Any, nd: int, where: str) -> tuple[int, ...]:
-    dims = tuple(int(d) for d in np.asarray(shape).reshape(-1))
-    if len(dims) != nd or any(d <= 0 for d in dims):
-        raise GraphError("input shape", value=dims, limit=f"{nd} positive ints", where=where,
-                         fix=f"pass the input shape as {nd} ints, channels first")
+def _ints(value: Any, name: str, where: str, lo: int) -> tuple[int, ...]:
+    """A shape-like value (an int, a sequence or a 1-d array of ints) as a tuple of ints ``>= lo``."""
+    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim > 0):
+        items = list(np.asarray(value, dtype=object).reshape(-1)) if np.ndim(value) > 1 else list(value)
+    else:
+        items = [value]
+    return tuple(check_int(v, name, lo=lo, where=where, error=GraphError) for v in items)
+
+
+def _tuple(value: Any, nd: int, name: str, where: str, lo: int = 1) -> tuple[int, ...]:
+    """``value`` (one int for every dimension, or ``nd`` ints) as ``nd`` ints ``>= lo``."""
+    dims = _ints(value, name, where, lo)
+    if len(dims) == 1:
+        dims = dims * nd
+    if len(dims) != nd:
+        raise GraphError(
+            f"{name}",
+            value=dims,
+            limit=f"an int or {nd} ints",
+            where=where,
+            fix=f"pass {name} as an int or a tuple of {nd} ints",
+        )
     return dims
+
+
+def _shape(shape: Any, nd: int | None, where: str) -> tuple[int, ...]:
+    """An input shape of ``nd`` positive ints (any number when ``nd`` is None)."""
+    dims = _ints(shape, "input shape", where, 1)
+    if (nd is not None and len(dims) != nd) or not dims:
+        raise GraphError(
+            "input shape",
+            value=dims,
+            limit=f"{nd} positive ints" if nd is not None else "positive ints",
+            where=where,
+            fix=f"pass the input shape as {nd} ints, channels first" if nd else "pass the shape, e.g. (C, H, W)",
+        )
+    return dims
+
+
+def _array(value: Any, name: str, where: str) -> Any:
+    """A real, finite float64 array within float32 (GraphError otherwise); a tracer passes unchecked."""
+    return as_param(value, name, where)
 
 
 class _Stateless(eqx.Module):
@@ -100,9 +136,11 @@ class _Stateless(eqx.Module):
 
     def as_graph(self, name: str | None = None):
         """No pondlib graph (device) equivalent: raises :class:`~pondlib.errors.GraphError`."""
-        raise GraphError(f"{type(self).__name__} has no pondlib.graph equivalent", where=name or
-                         type(self).__name__, fix="device mappers take Linear/LIF networks; export "
-                         "this network with pondlib.graph.nir.to_nir instead")
+        raise GraphError(
+            f"{type(self).__name__} has no pondlib.graph equivalent",
+            where=name or type(self).__name__,
+            fix="device mappers take Linear/LIF networks; export this network with pondlib.interop.nir.to_nir instead",
+        )
 
 
 class _ConvNd(_Stateless):
@@ -111,32 +149,53 @@ class _ConvNd(_Stateless):
     input_shape: tuple = eqx.field(static=True)
     output_shape: tuple = eqx.field(static=True)
     stride: tuple = eqx.field(static=True)
-    padding: Any = eqx.field(static=True)     # as given: "same", "valid" or a tuple of ints
-    pads: tuple = eqx.field(static=True)      # ((lo, hi), ...) used by lax
+    padding: Any = eqx.field(static=True)  # as given: "same", "valid" or a tuple of ints
+    pads: tuple = eqx.field(static=True)  # ((lo, hi), ...) used by lax
     dilation: tuple = eqx.field(static=True)
     groups: int = eqx.field(static=True)
 
     def _setup(self, nd: int, input_shape, weight, bias, stride, padding, dilation, groups) -> None:
         where = type(self).__name__
-        w = np.asarray(weight, dtype=np.float64)
+        w = _array(weight, "weight", where)
         if w.ndim != nd + 2:
-            raise GraphError("weight shape", value=w.shape, limit=f"(C_out, C_in / groups{', K' * nd})",
-                             where=where, fix=f"pass a {nd + 2}-D weight")
+            raise GraphError(
+                "weight shape",
+                value=w.shape,
+                limit=f"(C_out, C_in / groups{', K' * nd})",
+                where=where,
+                fix=f"pass a {nd + 2}-D weight",
+            )
         self.input_shape = _shape(input_shape, nd + 1, where)
-        self.groups = int(groups)
+        self.groups = check_int(groups, "groups", lo=1, where=where, error=GraphError)
         c_in = self.input_shape[0]
-        if self.groups <= 0 or c_in % self.groups or w.shape[0] % self.groups \
-                or w.shape[1] * self.groups != c_in:
-            raise GraphError("conv channels", value=f"C_in {c_in}, weight {w.shape}, groups {groups}",
-                             limit="C_in == weight.shape[1] * groups", where=where,
-                             fix="check the input shape (channels first) and groups")
+        if self.groups <= 0 or c_in % self.groups or w.shape[0] % self.groups or w.shape[1] * self.groups != c_in:
+            raise GraphError(
+                "conv channels",
+                value=f"C_in {c_in}, weight {w.shape}, groups {groups}",
+                limit="C_in == weight.shape[1] * groups",
+                where=where,
+                fix="check the input shape (channels first) and groups",
+            )
         self.stride = _tuple(stride, nd, "stride", where)
         self.dilation = _tuple(dilation, nd, "dilation", where)
         kernel = w.shape[2:]
         if isinstance(padding, str):
-            if padding not in ("same", "valid"):
-                raise GraphError("padding", value=padding, limit="'same', 'valid' or ints", where=where,
-                                 fix="pass padding='same', 'valid' or an int per dimension")
+            check_choice(
+                padding,
+                "padding",
+                ("same", "valid"),
+                where=where,
+                error=GraphError,
+                fix="pass padding='same', 'valid' or an int per dimension",
+            )
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise GraphError(
+                    "padding",
+                    value=f"'same' with stride {self.stride}",
+                    limit="stride 1",
+                    where=where,
+                    fix="pass explicit padding ints with a stride > 1 (PyTorch refuses 'same' there too)",
+                )
             self.padding = padding
             if padding == "valid":
                 self.pads = tuple((0, 0) for _ in range(nd))
@@ -144,34 +203,49 @@ class _ConvNd(_Stateless):
                 tot = [d * (k - 1) for d, k in zip(self.dilation, kernel)]
                 self.pads = tuple((t // 2, t - t // 2) for t in tot)
         else:
-            p = _tuple(padding, nd, "padding", where)
+            p = _tuple(padding, nd, "padding", where, lo=0)
             self.padding = p
             self.pads = tuple((v, v) for v in p)
         spatial = []
-        for size, (lo, hi), d, k, s in zip(self.input_shape[1:], self.pads, self.dilation, kernel,
-                                           self.stride):
+        for size, (lo, hi), d, k, s in zip(self.input_shape[1:], self.pads, self.dilation, kernel, self.stride):
             out = (size + lo + hi - d * (k - 1) - 1) // s + 1
             if out <= 0:
-                raise GraphError("conv output size", value=out, limit="> 0", where=where,
-                                 fix="the kernel is larger than the padded input")
+                raise GraphError(
+                    "conv output size",
+                    value=out,
+                    limit="> 0",
+                    where=where,
+                    fix="the kernel is larger than the padded input",
+                )
             spatial.append(out)
         self.output_shape = (int(w.shape[0]),) + tuple(spatial)
         self.weight = jnp.asarray(w, jnp.float32)
         if bias is None or bias is False:
             self.bias = None
         else:
-            b = np.asarray(bias, dtype=np.float64).reshape(-1)
+            b = np.zeros(w.shape[0]) if bias is True else _array(bias, "bias", where).reshape(-1)
             if b.shape != (w.shape[0],):
-                raise GraphError("bias shape", value=b.shape, limit=(w.shape[0],), where=where,
-                                 fix="pass one bias per output channel")
+                raise GraphError(
+                    "bias shape",
+                    value=b.shape,
+                    limit=(w.shape[0],),
+                    where=where,
+                    fix="pass one bias per output channel",
+                )
             self.bias = jnp.asarray(b, jnp.float32)
 
     def _apply(self, x: jax.Array) -> jax.Array:
         nd = len(self.stride)
         spec = ("NCH", "OIH", "NCH") if nd == 1 else ("NCHW", "OIHW", "NCHW")
-        y = jax.lax.conv_general_dilated(x, self.weight, self.stride, self.pads,
-                                         rhs_dilation=self.dilation, dimension_numbers=spec,
-                                         feature_group_count=self.groups)
+        y = jax.lax.conv_general_dilated(
+            x,
+            self.weight,
+            self.stride,
+            self.pads,
+            rhs_dilation=self.dilation,
+            dimension_numbers=spec,
+            feature_group_count=self.groups,
+        )
         if self.bias is not None:
             y = y + self.bias.reshape((-1,) + (1,) * nd)
         return y
@@ -181,12 +255,22 @@ class Conv1d(_ConvNd):
     """1-D convolution (NIR ``Conv1d``), features flat ``C * L``.
 
     Args:
-        input_shape: ``(C_in, L)``. weight: ``(C_out, C_in / groups, K)``. bias: ``(C_out,)`` or None.
+        input_shape: ``(C_in, L)``. weight: ``(C_out, C_in / groups, K)``. bias: ``(C_out,)``, True
+        (zeros) or None.
         stride, padding (int or ``"same"``/``"valid"``), dilation, groups: as in PyTorch.
     """
 
-    def __init__(self, input_shape: Any, *, weight: Any, bias: Any = None, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1):
+    def __init__(
+        self,
+        input_shape: Any,
+        *,
+        weight: Any,
+        bias: Any = None,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+    ):
         self._setup(1, input_shape, weight, bias, stride, padding, dilation, groups)
 
 
@@ -194,12 +278,22 @@ class Conv2d(_ConvNd):
     """2-D convolution (NIR ``Conv2d``), features flat ``C * H * W``.
 
     Args:
-        input_shape: ``(C_in, H, W)``. weight: ``(C_out, C_in / groups, K_h, K_w)``. bias: ``(C_out,)``
-        or None. stride, padding (int, pair or ``"same"``/``"valid"``), dilation, groups: as in PyTorch.
+        input_shape: ``(C_in, H, W)``. weight: ``(C_out, C_in / groups, K_h, K_w)``. bias: ``(C_out,)``,
+        True (zeros) or None. stride, padding (int, pair or ``"same"``/``"valid"``), dilation, groups: as
+        in PyTorch.
     """
 
-    def __init__(self, input_shape: Any, *, weight: Any, bias: Any = None, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1):
+    def __init__(
+        self,
+        input_shape: Any,
+        *,
+        weight: Any,
+        bias: Any = None,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+    ):
         self._setup(2, input_shape, weight, bias, stride, padding, dilation, groups)
 
 
@@ -217,18 +311,24 @@ class SumPool2d(_Stateless):
         self.input_shape = _shape(input_shape, 3, where)
         self.kernel_size = _tuple(kernel_size, 2, "kernel_size", where)
         self.stride = _tuple(self.kernel_size if stride is None else stride, 2, "stride", where)
-        self.padding = _tuple(padding, 2, "padding", where)
-        out = [(n + 2 * p - k) // s + 1 for n, p, k, s in
-               zip(self.input_shape[1:], self.padding, self.kernel_size, self.stride)]
+        self.padding = _tuple(padding, 2, "padding", where, lo=0)
+        out = [
+            (n + 2 * p - k) // s + 1
+            for n, p, k, s in zip(self.input_shape[1:], self.padding, self.kernel_size, self.stride)
+        ]
         if min(out) <= 0:
-            raise GraphError("pool output size", value=out, limit="> 0", where=where,
-                             fix="the pooling window is larger than the padded input")
+            raise GraphError(
+                "pool output size",
+                value=out,
+                limit="> 0",
+                where=where,
+                fix="the pooling window is larger than the padded input",
+            )
         self.output_shape = (self.input_shape[0],) + tuple(out)
 
     def _apply(self, x: jax.Array) -> jax.Array:
         pads = ((0, 0), (0, 0)) + tuple((p, p) for p in self.padding)
-        return jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 1) + self.kernel_size,
-                                     (1, 1) + self.stride, pads)
+        return jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 1) + self.kernel_size, (1, 1) + self.stride, pads)
 
 
 class AvgPool2d(SumPool2d):
@@ -251,18 +351,21 @@ class Flatten(_Stateless):
     end_dim: int = eqx.field(static=True)
 
     def __init__(self, input_shape: Any, *, start_dim: int = 0, end_dim: int = -1):
-        dims = tuple(int(d) for d in np.asarray(input_shape).reshape(-1))
-        if not dims or any(d <= 0 for d in dims):
-            raise GraphError("input shape", value=dims, limit="positive ints", where="Flatten",
-                             fix="pass the shape being flattened")
+        dims = _shape(input_shape, None, "Flatten")
         nd = len(dims)
-        s, e = int(start_dim), int(end_dim)
+        s = check_int(start_dim, "start_dim", where="Flatten", error=GraphError)
+        e = check_int(end_dim, "end_dim", where="Flatten", error=GraphError)
         s2, e2 = s % nd if -nd <= s < nd else None, e % nd if -nd <= e < nd else None
         if s2 is None or e2 is None or s2 > e2:
-            raise GraphError("flatten dims", value=(s, e), limit=f"0 <= start <= end < {nd}",
-                             where="Flatten", fix="pass start_dim/end_dim within the input shape")
+            raise GraphError(
+                "flatten dims",
+                value=(s, e),
+                limit=f"0 <= start <= end < {nd}",
+                where="Flatten",
+                fix="pass start_dim/end_dim within the input shape",
+            )
         self.input_shape, self.start_dim, self.end_dim = dims, s, e
-        self.output_shape = dims[:s2] + (int(np.prod(dims[s2:e2 + 1])),) + dims[e2 + 1:]
+        self.output_shape = dims[:s2] + (int(np.prod(dims[s2 : e2 + 1])),) + dims[e2 + 1 :]
 
     def _apply(self, x: jax.Array) -> jax.Array:
         return x
@@ -276,14 +379,19 @@ class Scale(_Stateless):
     output_shape: tuple = eqx.field(static=True)
 
     def __init__(self, shape: Any, *, scale: Any):
-        dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+        dims = _shape(shape, None, "Scale")
         n = int(np.prod(dims))
-        s = np.asarray(scale, dtype=np.float64).reshape(-1)
+        s = _array(scale, "scale", "Scale").reshape(-1)
         if s.size == 1:
-            s = np.full(n, float(s[0]))
-        if s.shape != (n,) or not np.all(np.isfinite(s)):
-            raise GraphError("scale", value=np.shape(scale), limit=f"{n} finite values", where="Scale",
-                             fix="pass one finite scale per channel")
+            s = jnp.full(n, s[0])
+        if s.shape != (n,):
+            raise GraphError(
+                "scale shape",
+                value=np.shape(scale),
+                limit=f"a scalar or {n} values",
+                where="Scale",
+                fix="pass one finite scale per channel",
+            )
         self.scale = jnp.asarray(s, jnp.float32)
         self.input_shape = self.output_shape = dims
 
@@ -296,7 +404,7 @@ class Delay(eqx.Module):
     """Per-channel delay (NIR ``Delay``) by whole steps: ``y[t, n] = x[t - d_n, n]``.
 
     ``delay`` is in seconds (NIR); ``d_n = round(delay_n / dt)`` must be a whole number of steps
-    (within 1e-6 relative) or :class:`~pondlib.errors.PondError` says which channel is not. The state
+    (within 1e-6 relative) or :class:`~pondlib.errors.GraphError` says which channel is not. The state
     is the last ``max(d)`` inputs, (max(d), *batch, N).
 
     Example:
@@ -311,24 +419,41 @@ class Delay(eqx.Module):
     dt: float = eqx.field(static=True)
 
     def __init__(self, shape: Any, *, delay: Any, dt: float):
-        dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+        dims = _shape(shape, None, "Delay")
         n = int(np.prod(dims))
-        d = np.asarray(delay, dtype=np.float64).reshape(-1)
+        d = as_float_array(delay, "delay", lo=0.0, where="Delay", error=GraphError).reshape(-1)
         if d.size == 1:
             d = np.full(n, float(d[0]))
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-            raise PondError("dt", value=dt, limit="a positive number of seconds", where="Delay",
-                            fix="pass dt in seconds")
-        if d.shape != (n,) or np.any(~np.isfinite(d)) or np.any(d < 0):
-            raise GraphError("delay", value=np.shape(delay), limit=f"{n} non-negative finite values",
-                             where="Delay", fix="pass one delay in seconds per channel")
-        steps = d / dt
+        dt = check_float(dt, "dt", lo=0.0, lo_open=True, where="Delay", error=GraphError, fix="pass dt in seconds")
+        if d.shape != (n,):
+            raise GraphError(
+                "delay shape",
+                value=np.shape(delay),
+                limit=f"a scalar or {n} values",
+                where="Delay",
+                fix="pass one delay in seconds per channel",
+            )
+        with np.errstate(over="ignore"):
+            steps = d / dt
+        if not np.all(steps <= MAX_DELAY_STEPS):
+            i = int(np.flatnonzero(~(steps <= MAX_DELAY_STEPS))[0])
+            raise GraphError(
+                "delay steps",
+                value=f"{d[i]} s / dt = {steps[i]} steps",
+                limit=f"at most {MAX_DELAY_STEPS} steps (the state holds that many inputs per channel)",
+                where=f"Delay channel {i}",
+                fix="check the units (seconds) and dt",
+            )
         off = np.abs(steps - np.round(steps)) > 1e-6 * np.maximum(1.0, steps)
         if np.any(off):
             i = int(np.flatnonzero(off)[0])
-            raise PondError("delay is not a whole number of steps", value=f"{d[i]} s / dt = {steps[i]}",
-                            limit="an integer", where=f"Delay channel {i}",
-                            fix="choose dt dividing every delay")
+            raise GraphError(
+                "delay is not a whole number of steps",
+                value=f"{d[i]} s / dt = {steps[i]}",
+                limit="an integer",
+                where=f"Delay channel {i}",
+                fix="choose dt dividing every delay",
+            )
         self.steps = tuple(int(s) for s in np.round(steps))
         self.shape, self.dt = dims, float(dt)
 
@@ -344,6 +469,7 @@ class Delay(eqx.Module):
 
     def init_state(self, batch_shape: tuple[int, ...] = ()) -> jax.Array:
         """The last ``max(d)`` inputs, zeros: (max(d), *batch, N)."""
+        batch_shape = check_batch_shape(batch_shape, "Delay")
         return jnp.zeros((max(self.steps),) + batch_shape + (self.size_in,), jnp.float32)
 
     def evolve_tm(self, x: jax.Array, state: jax.Array, record: bool):
@@ -353,7 +479,7 @@ class Delay(eqx.Module):
             return x, state, {}
         full = jnp.concatenate([state, x], axis=0)
         t = x.shape[0]
-        idx = m + jnp.arange(t)[:, None] - jnp.asarray(self.steps)[None, :]   # (T, N)
+        idx = m + jnp.arange(t)[:, None] - jnp.asarray(self.steps)[None, :]  # (T, N)
         idx = idx.reshape((t,) + (1,) * (x.ndim - 2) + (self.size_in,))
         y = jnp.take_along_axis(full, jnp.broadcast_to(idx, x.shape), axis=0)
         return y, full[t:], {}
@@ -362,7 +488,12 @@ class Delay(eqx.Module):
         """``(output, state, {})`` for (T, N) or (B, T, N)."""
         return evolve_time_major(self, x, state, record)
 
+    evolve = __call__
+
     def as_graph(self, name: str | None = None):
         """No pondlib graph equivalent: raises :class:`~pondlib.errors.GraphError`."""
-        raise GraphError("Delay has no pondlib.graph equivalent", where=name or "Delay",
-                         fix="export with pondlib.graph.nir.to_nir instead")
+        raise GraphError(
+            "Delay has no pondlib.graph equivalent",
+            where=name or "Delay",
+            fix="export with pondlib.interop.nir.to_nir instead",
+        )

@@ -33,7 +33,6 @@ Example (one neuron, hand-computed): ``tau_mem = tau_syn = dt / ln 2`` gives ``a
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -41,16 +40,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pondlib.errors import GraphError, PondError
+from pondlib.errors import GraphError
 from pondlib.graph import GraphHolder, LIFNeurons, LinearWeights, connect_modules
 from pondlib.nn.adjoint import lif_scan
-from pondlib.nn.base import evolve_time_major
+from pondlib.nn.base import F32_TINY, as_param, check_batch_shape, check_positive, check_size, evolve_time_major
 from pondlib.nn.surrogate import Surrogate
+from pondlib.validate import F32_MAX, check_bool, check_float, check_int, check_type
 
 __all__ = ["LIF", "LIFState", "LIFParameters", "lif_step"]
 
 #: Default spike cap of the float model (effectively uncapped; Xylo hidden neurons cap at 31).
 DEFAULT_MAX_SPIKES = float(2**16)
+#: Largest spike cap: spike counts are exact in float32 up to 2^24.
+MAX_SPIKES_LIMIT = 2**24
 
 
 class LIFState(NamedTuple):
@@ -65,12 +67,12 @@ class LIFState(NamedTuple):
 class LIFParameters(NamedTuple):
     """Per-step parameters of :func:`lif_step` (decays already computed from ``tau`` and ``dt``)."""
 
-    alpha: jax.Array          # (N,)   membrane decay per step, exp(-dt / tau_mem)
-    beta: jax.Array           # (N, k) synaptic decay per step, exp(-dt / tau_syn)
-    threshold: jax.Array      # (N,)
-    bias: jax.Array           # (N,)   constant current added to vmem every step
-    w_rec: jax.Array | None   # (N, N*k) or None
-    max_spikes: float         # spike cap per step
+    alpha: jax.Array  # (N,)   membrane decay per step, exp(-dt / tau_mem)
+    beta: jax.Array  # (N, k) synaptic decay per step, exp(-dt / tau_syn)
+    threshold: jax.Array  # (N,)
+    bias: jax.Array  # (N,)   constant current added to vmem every step
+    w_rec: jax.Array | None  # (N, N*k) or None
+    max_spikes: float  # spike cap per step
     surrogate: Surrogate
 
 
@@ -87,23 +89,52 @@ def lif_step(params: LIFParameters, state: LIFState, x: jax.Array) -> tuple[jax.
 
 
 def _per_neuron(value: Any, shape: tuple[int, ...], name: str, positive: bool = False) -> jax.Array:
-    arr = jnp.asarray(value, dtype=jnp.float32)
+    arr = as_param(value, name, "LIF")
+    if positive:
+        check_positive(arr, name, "LIF")
     if arr.ndim == 0:
         arr = jnp.full(shape, arr)
-    elif len(shape) == 2 and arr.shape == (shape[0],) and shape[1] == 1:
+    elif len(shape) == 2 and tuple(arr.shape) == (shape[0],) and shape[1] == 1:
         arr = arr.reshape(shape)
-    elif len(shape) == 2 and arr.shape == (shape[1],) and shape[0] != shape[1]:
+    elif len(shape) == 2 and tuple(arr.shape) == (shape[1],) and shape[0] != shape[1]:
         arr = jnp.broadcast_to(arr, shape)  # one value per synapse, shared by every neuron
-    if arr.shape != shape:
-        raise GraphError(f"LIF {name} shape", value=tuple(arr.shape), limit=f"a scalar or {shape}",
-                         where="LIF", fix=f"pass one {name} per neuron")
-    bad = ~jnp.isfinite(arr) | ((arr <= 0) if positive else False)
-    if bool(jnp.any(bad)):
-        idx = tuple(int(i) for i in np.argwhere(np.asarray(bad))[0])
-        raise PondError(f"LIF {name}", value=float(arr[idx]),
-                        limit="a finite positive number" if positive else "a finite number",
-                        where=f"{name}{list(idx)}", fix=f"pass valid {name} values")
-    return arr
+    if tuple(arr.shape) != shape:
+        raise GraphError(
+            f"LIF {name} shape",
+            value=tuple(arr.shape),
+            limit=f"a scalar or {shape}",
+            where="LIF",
+            fix=f"pass one {name} per neuron",
+        )
+    return jnp.asarray(arr, dtype=jnp.float32)
+
+
+def _lif_shape(shape: Any) -> tuple[int, int]:
+    """``(N_in, N)`` from ``N`` or ``(N_in, N)``; GraphError for anything else."""
+    if isinstance(shape, (list, tuple, np.ndarray)) and not isinstance(shape, str):
+        dims = tuple(np.asarray(shape, dtype=object).reshape(-1)) if np.ndim(shape) else (shape,)
+    else:
+        dims = (shape,)
+    if len(dims) not in (1, 2):
+        raise GraphError(
+            "LIF shape",
+            value=shape,
+            limit="N or (k * N, N) with positive ints",
+            where="LIF",
+            fix="pass N, or (N_in, N) with N_in a multiple of N",
+        )
+    dims = tuple(check_size(d, "LIF shape", "LIF") for d in dims)
+    if len(dims) == 1:
+        dims = (dims[0], dims[0])
+    if dims[0] % dims[1] != 0:
+        raise GraphError(
+            "LIF shape",
+            value=shape,
+            limit="N or (k * N, N) with positive ints",
+            where="LIF",
+            fix="pass N, or (N_in, N) with N_in a multiple of N",
+        )
+    return dims
 
 
 class LIF(eqx.Module):
@@ -123,6 +154,15 @@ class LIF(eqx.Module):
         key: random key for the default ``w_rec``.
 
     Every array field is trainable (``jax.grad`` reaches weights, time constants, thresholds, biases).
+
+    Raises:
+        GraphError: naming the parameter, for a shape that is not ``N`` or ``(k N, N)`` with positive whole
+            numbers (``LIF(2.5)``; ``LIF(3.0)`` is accepted as 3); parameters that are not real, finite and
+            within float32 or have the wrong shape (scalar, one per neuron, or for ``tau_syn`` one per
+            synapse); ``tau_mem``, ``tau_syn``, ``threshold`` or ``dt`` that are not > 0 (at least the
+            smallest normal float32: a threshold of 0 would make ``v / threshold`` NaN, a negative one
+            spikes without input); a spike cap that is not a whole number in [1, 2^24]; a non-bool
+            ``has_rec``, a non-:class:`Surrogate` ``surrogate``, or a missing or invalid ``key``.
     """
 
     tau_mem: jax.Array
@@ -136,43 +176,70 @@ class LIF(eqx.Module):
     n_neurons: int = eqx.field(static=True)
     n_synapses: int = eqx.field(static=True)
 
-    def __init__(self, shape: int | tuple[int, int], *, tau_mem: Any = 0.02, tau_syn: Any = 0.02,
-                 threshold: Any = 1.0, bias: Any = 0.0, dt: float = 1e-3, has_rec: bool = False,
-                 w_rec: Any = None, max_spikes_per_dt: float = DEFAULT_MAX_SPIKES,
-                 surrogate: Surrogate | None = None, key: jax.Array | None = None) -> None:
-        dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        if len(dims) == 1:
-            dims = (dims[0], dims[0])
-        if len(dims) != 2 or any(not isinstance(d, (int, np.integer)) or d <= 0 for d in dims) \
-                or dims[0] % dims[1] != 0:
-            raise GraphError("LIF shape", value=shape, limit="N or (k * N, N) with positive ints",
-                             where="LIF", fix="pass N, or (N_in, N) with N_in a multiple of N")
-        n, k = int(dims[1]), int(dims[0]) // int(dims[1])
+    def __init__(
+        self,
+        shape: int | tuple[int, int],
+        *,
+        tau_mem: Any = 0.02,
+        tau_syn: Any = 0.02,
+        threshold: Any = 1.0,
+        bias: Any = 0.0,
+        dt: float = 1e-3,
+        has_rec: bool = False,
+        w_rec: Any = None,
+        max_spikes_per_dt: float = DEFAULT_MAX_SPIKES,
+        surrogate: Surrogate | None = None,
+        key: jax.Array | None = None,
+    ) -> None:
+        dims = _lif_shape(shape)
+        n, k = dims[1], dims[0] // dims[1]
         self.n_neurons, self.n_synapses = n, k
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-            raise PondError("LIF dt", value=dt, limit="a positive number of seconds", where="LIF",
-                            fix="pass dt in seconds, e.g. 1e-3")
-        self.dt = float(dt)
-        if not max_spikes_per_dt >= 1:
-            raise PondError("LIF max_spikes_per_dt", value=max_spikes_per_dt, limit=">= 1",
-                            where="LIF", fix="allow at least one spike per step")
-        self.max_spikes_per_dt = float(max_spikes_per_dt)
+        self.dt = check_float(
+            dt, "dt", lo=F32_TINY, hi=F32_MAX, where="LIF", error=GraphError, fix="pass dt in seconds, e.g. 1e-3"
+        )
+        self.max_spikes_per_dt = float(
+            check_int(
+                max_spikes_per_dt,
+                "max_spikes_per_dt",
+                lo=1,
+                hi=MAX_SPIKES_LIMIT,
+                where="LIF",
+                error=GraphError,
+                fix="allow a whole number of spikes per step in [1, 2^24]",
+            )
+        )
+        has_rec = check_bool(has_rec, "has_rec", where="LIF", error=GraphError)
+        if surrogate is not None:
+            check_type(surrogate, "surrogate", Surrogate, where="LIF", error=GraphError)
         self.surrogate = surrogate if surrogate is not None else Surrogate()
         self.tau_mem = _per_neuron(tau_mem, (n,), "tau_mem", positive=True)
         self.tau_syn = _per_neuron(tau_syn, (n, k), "tau_syn", positive=True)
-        self.threshold = _per_neuron(threshold, (n,), "threshold")
+        self.threshold = _per_neuron(threshold, (n,), "threshold", positive=True)
         self.bias = _per_neuron(bias, (n,), "bias")
         if w_rec is None and has_rec:
             if key is None:
-                raise PondError("a recurrent LIF needs w_rec or a random key", where="LIF",
-                                fix="pass w_rec=... or key=jax.random.PRNGKey(0)")
-            w_rec = jax.random.normal(key, (n, n * k), jnp.float32) / np.sqrt(n)
+                raise GraphError(
+                    "a recurrent LIF needs w_rec or a random key",
+                    where="LIF",
+                    fix="pass w_rec=... or key=jax.random.PRNGKey(0)",
+                )
+            try:
+                w_rec = jax.random.normal(key, (n, n * k), jnp.float32) / np.sqrt(n)
+            except (TypeError, ValueError):
+                raise GraphError(
+                    "key", value=f"a {type(key).__name__}", limit="a jax.random key", where="LIF"
+                ) from None
         if w_rec is not None:
-            w = jnp.asarray(w_rec, dtype=jnp.float32)
-            if w.shape != (n, n * k):
-                raise GraphError("LIF w_rec shape", value=tuple(w.shape), limit=(n, n * k), where="LIF",
-                                 fix="pass recurrent weights indexed (pre neuron, post channel)")
-            self.w_rec = w
+            w = as_param(w_rec, "w_rec", "LIF")
+            if tuple(w.shape) != (n, n * k):
+                raise GraphError(
+                    "LIF w_rec shape",
+                    value=tuple(w.shape),
+                    limit=(n, n * k),
+                    where="LIF",
+                    fix="pass recurrent weights indexed (pre neuron, post channel)",
+                )
+            self.w_rec = jnp.asarray(w, dtype=jnp.float32)
         else:
             self.w_rec = None
 
@@ -194,10 +261,12 @@ class LIF(eqx.Module):
 
     def init_state(self, batch_shape: tuple[int, ...] = ()) -> LIFState:
         """Zero state for ``batch_shape`` samples."""
+        batch_shape = check_batch_shape(batch_shape, "LIF")
         n, k = self.n_neurons, self.n_synapses
         z = jnp.zeros
-        return LIFState(z(batch_shape + (n, k), jnp.float32), z(batch_shape + (n,), jnp.float32),
-                        z(batch_shape + (n,), jnp.float32))
+        return LIFState(
+            z(batch_shape + (n, k), jnp.float32), z(batch_shape + (n,), jnp.float32), z(batch_shape + (n,), jnp.float32)
+        )
 
     def parameters(self) -> LIFParameters:
         """Per-step parameters: decays ``exp(-dt / tau)`` and the rest as stored.
@@ -206,17 +275,23 @@ class LIF(eqx.Module):
         step (decay 0, zero gradient) instead of producing NaN. The constructor refuses tau <= 0.
         """
         floor = self.dt * 1e-6
-        return LIFParameters(jnp.exp(-self.dt / jnp.maximum(self.tau_mem, floor)),
-                             jnp.exp(-self.dt / jnp.maximum(self.tau_syn, floor)),
-                             self.threshold, self.bias, self.w_rec, self.max_spikes_per_dt,
-                             self.surrogate)
+        return LIFParameters(
+            jnp.exp(-self.dt / jnp.maximum(self.tau_mem, floor)),
+            jnp.exp(-self.dt / jnp.maximum(self.tau_syn, floor)),
+            self.threshold,
+            self.bias,
+            self.w_rec,
+            self.max_spikes_per_dt,
+            self.surrogate,
+        )
 
     # -- evolution ------------------------------------------------------------------------------
     def evolve_tm(self, x: jax.Array, state: LIFState, record: bool):
         """Time-major evolution ``x`` (T, *batch, N*k) -> spikes (T, *batch, N)."""
         p = self.parameters()
-        spikes, vmem, isyn, state = lif_scan(p.max_spikes, p.surrogate, p.alpha, p.beta, p.threshold,
-                                             p.bias, p.w_rec, x, LIFState(*state))
+        spikes, vmem, isyn, state = lif_scan(
+            p.max_spikes, p.surrogate, p.alpha, p.beta, p.threshold, p.bias, p.w_rec, x, LIFState(*state)
+        )
         if record:
             return spikes, state, {"vmem": vmem, "isyn": isyn, "spikes": spikes}
         return spikes, state, {}
@@ -236,14 +311,22 @@ class LIF(eqx.Module):
         :class:`~pondlib.graph.LinearWeights` (outputs back to inputs) when the layer is recurrent."""
         name = name or "LIF"
         neurons = LIFNeurons._factory(
-            self.size_in, self.size_out, name, self,
-            tau_mem=np.array(self.tau_mem, dtype=float), tau_syn=np.array(self.tau_syn, dtype=float),
-            threshold=np.array(self.threshold, dtype=float), bias=np.array(self.bias, dtype=float),
-            dt=self.dt, max_spikes_per_dt=self.max_spikes_per_dt)
+            self.size_in,
+            self.size_out,
+            name,
+            self,
+            tau_mem=np.array(self.tau_mem, dtype=float),
+            tau_syn=np.array(self.tau_syn, dtype=float),
+            threshold=np.array(self.threshold, dtype=float),
+            bias=np.array(self.bias, dtype=float),
+            dt=self.dt,
+            max_spikes_per_dt=self.max_spikes_per_dt,
+        )
         if self.w_rec is None:
             return neurons
-        rec = LinearWeights._factory(self.size_out, self.size_in, f"{name}/w_rec", self,
-                                     weights=np.array(self.w_rec, dtype=float))
+        rec = LinearWeights._factory(
+            self.size_out, self.size_in, f"{name}/w_rec", self, weights=np.array(self.w_rec, dtype=float)
+        )
         connect_modules(neurons, rec)
         connect_modules(rec, neurons)
         return GraphHolder(list(neurons.input_nodes), list(neurons.output_nodes), name, self)

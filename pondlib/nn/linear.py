@@ -17,21 +17,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pondlib.errors import GraphError, PondError
+from pondlib.errors import GraphError
 from pondlib.graph import LinearWeights
-from pondlib.nn.base import evolve_time_major
+from pondlib.nn.base import as_param, check_size, evolve_time_major
 
 __all__ = ["Linear"]
 
 
 def _as_param(value: Any, shape: tuple[int, ...], name: str, where: str) -> jax.Array:
-    arr = jnp.asarray(value, dtype=jnp.float32)
-    if arr.shape != shape:
-        raise GraphError(f"{name} shape", value=tuple(arr.shape), limit=shape, where=where,
-                         fix=f"pass {name} with shape {shape}")
-    if not bool(jnp.all(jnp.isfinite(arr))):
-        raise PondError(f"{name} contains NaN or inf", where=where, fix="pass finite values")
-    return arr
+    arr = as_param(value, name, where)
+    if tuple(arr.shape) != shape:
+        raise GraphError(
+            f"{name} shape", value=tuple(arr.shape), limit=shape, where=where, fix=f"pass {name} with shape {shape}"
+        )
+    return jnp.asarray(arr, dtype=jnp.float32)
 
 
 class Linear(eqx.Module):
@@ -43,6 +42,10 @@ class Linear(eqx.Module):
         bias: False (no bias), True (zeros, trainable) or an (n_out,) array.
         key: a ``jax.random`` key for the default initialisation.
 
+    Raises:
+        GraphError: a size that is not a positive whole number (``3.0`` is accepted as 3), weights or
+            biases of the wrong shape, not real, not finite or beyond float32, a missing or invalid key.
+
     Stateless: the state is ``None`` and there is no record.
     """
 
@@ -51,19 +54,28 @@ class Linear(eqx.Module):
     n_in: int = eqx.field(static=True)
     n_out: int = eqx.field(static=True)
 
-    def __init__(self, n_in: int, n_out: int, *, weight: Any = None, bias: Any = False,
-                 key: jax.Array | None = None) -> None:
-        for what, n in (("n_in", n_in), ("n_out", n_out)):
-            if not isinstance(n, (int, np.integer)) or n <= 0:
-                raise GraphError(f"Linear {what}", value=n, limit="a positive integer",
-                                 fix=f"pass {what} as a positive int")
-        self.n_in, self.n_out = int(n_in), int(n_out)
+    def __init__(
+        self, n_in: int, n_out: int, *, weight: Any = None, bias: Any = False, key: jax.Array | None = None
+    ) -> None:
+        self.n_in, self.n_out = check_size(n_in, "n_in", "Linear"), check_size(n_out, "n_out", "Linear")
         if weight is None:
             if key is None:
-                raise PondError("Linear needs an initial weight or a random key", where="Linear",
-                                fix="pass key=jax.random.PRNGKey(0) or weight=...")
-            lim = 1.0 / np.sqrt(n_in)
-            weight = jax.random.uniform(key, (n_in, n_out), jnp.float32, -lim, lim)
+                raise GraphError(
+                    "Linear needs an initial weight or a random key",
+                    where="Linear",
+                    fix="pass key=jax.random.PRNGKey(0) or weight=...",
+                )
+            lim = 1.0 / np.sqrt(self.n_in)
+            try:
+                weight = jax.random.uniform(key, (self.n_in, self.n_out), jnp.float32, -lim, lim)
+            except (TypeError, ValueError):
+                raise GraphError(
+                    "key",
+                    value=f"a {type(key).__name__}",
+                    limit="a jax.random key",
+                    where="Linear",
+                    fix="pass key=jax.random.PRNGKey(0)",
+                ) from None
         self.weight = _as_param(weight, (self.n_in, self.n_out), "weight", "Linear")
         if bias is False or bias is None:
             self.bias = None
@@ -105,6 +117,10 @@ class Linear(eqx.Module):
     def as_graph(self, name: str | None = None) -> LinearWeights:
         """A :class:`~pondlib.graph.LinearWeights` holding numpy copies of weight and bias."""
         return LinearWeights._factory(
-            self.n_in, self.n_out, name or "Linear", self,
+            self.n_in,
+            self.n_out,
+            name or "Linear",
+            self,
             weights=np.array(self.weight, dtype=float),
-            biases=None if self.bias is None else np.array(self.bias, dtype=float))
+            biases=None if self.bias is None else np.array(self.bias, dtype=float),
+        )

@@ -45,6 +45,14 @@ Every parameter is stored flat, one value per neuron, shape (N,) with ``N = prod
 (static) is the NIR shape, e.g. ``(16, 16, 16)`` for neurons after a convolution. Units: times in
 seconds, voltages and currents in the file's (arbitrary) unit.
 
+Checks (:class:`~pondlib.errors.GraphError` naming the parameter): ``shape`` is whole numbers >= 1; every
+parameter is a scalar or N real, finite values within float32 (any array of N values is read in C order,
+so a parameter may keep the layer's NIR shape); ``tau``, ``tau_mem``, ``tau_syn`` and ``dt`` are > 0 (at
+least the smallest normal float32), and with ``decay="euler"`` every ``tau >= dt``; the per-step
+coefficients must be finite in float32. Tolerated, because NIR allows it and nothing divides by it: a
+threshold (``v_threshold``, :class:`Threshold`'s ``threshold``) of any finite sign, zero included, and a
+negative ``r`` or ``w_in``.
+
 Example (the NIR paper's Norse LIF, one step by hand: ``v = 0.96 * 0 + 0.04 * 1 = 0.04``):
 
     >>> import jax.numpy as jnp
@@ -74,13 +82,36 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pondlib.errors import GraphError, PondError
+from pondlib.errors import GraphError
 from pondlib.graph import GraphModule, LIFNeurons
-from pondlib.nn.base import evolve_time_major, scan_steps
+from pondlib.nn.base import (
+    F32_TINY,
+    as_param,
+    check_batch_shape,
+    check_positive,
+    evolve_time_major,
+    is_traced,
+    scan_steps,
+)
 from pondlib.nn.surrogate import Surrogate
+from pondlib.validate import F32_MAX, check_choice, check_float, check_int, check_type
 
-__all__ = ["CubaLIF", "CubaLI", "NIRLIF", "LI", "IF", "Integrator", "Threshold", "NeuronState",
-           "NeuronParameters", "neuron_step", "heaviside", "RESETS", "DECAYS", "NIRNeuronGroup"]
+__all__ = [
+    "CubaLIF",
+    "CubaLI",
+    "NIRLIF",
+    "LI",
+    "IF",
+    "Integrator",
+    "Threshold",
+    "NeuronState",
+    "NeuronParameters",
+    "neuron_step",
+    "heaviside",
+    "RESETS",
+    "DECAYS",
+    "NIRNeuronGroup",
+]
 
 #: Reset modes after a spike.
 RESETS = ("v_reset", "zero", "subtract")
@@ -117,19 +148,18 @@ class NeuronState(NamedTuple):
 class NeuronParameters(NamedTuple):
     """Per-step coefficients of :func:`neuron_step` (computed from taus and ``dt``), all (N,)."""
 
-    a_syn: jax.Array | None      # synaptic decay per step (None: no synapse)
-    g_syn: jax.Array | None      # input gain into I: dt/tau_syn * w_in
-    a_mem: jax.Array             # membrane decay per step (1 for IF / Integrator)
-    g_mem: jax.Array             # gain of I (or x) into v: dt/tau_mem * r (r for IF / Integrator)
-    c_mem: jax.Array             # constant per step from v_leak
+    a_syn: jax.Array | None  # synaptic decay per step (None: no synapse)
+    g_syn: jax.Array | None  # input gain into I: dt/tau_syn * w_in
+    a_mem: jax.Array  # membrane decay per step (1 for IF / Integrator)
+    g_mem: jax.Array  # gain of I (or x) into v: dt/tau_mem * r (r for IF / Integrator)
+    c_mem: jax.Array  # constant per step from v_leak
     threshold: jax.Array | None  # None: no spikes, the output is v
     v_reset: jax.Array
     reset: str
     surrogate: Surrogate
 
 
-def neuron_step(p: NeuronParameters, state: NeuronState, x: jax.Array
-                ) -> tuple[jax.Array, NeuronState, jax.Array]:
+def neuron_step(p: NeuronParameters, state: NeuronState, x: jax.Array) -> tuple[jax.Array, NeuronState, jax.Array]:
     """One step (equations in the module docstring): ``x`` (*batch, N) -> ``(z, state, v_before_reset)``."""
     if p.a_syn is not None:
         isyn = p.a_syn * state.isyn + p.g_syn * x
@@ -150,28 +180,46 @@ def neuron_step(p: NeuronParameters, state: NeuronState, x: jax.Array
 
 
 def _flat(value: Any, n: int, name: str, where: str, positive: bool = False) -> jax.Array:
-    arr = np.asarray(value, dtype=np.float64)
+    """One value per neuron, (N,): a scalar, or any array of N values (read in C order, so that a
+    parameter may keep the NIR shape of the layer)."""
+    arr = as_param(value, name, where)
+    if positive:
+        check_positive(arr, name, where)
     if arr.size == 1:
-        arr = np.full(n, float(arr.reshape(-1)[0]))
+        arr = jnp.full((n,), arr.reshape(-1)[0]) if is_traced(arr) else np.full(n, float(arr.reshape(-1)[0]))
     arr = arr.reshape(-1)
-    if arr.shape != (n,):
-        raise GraphError(f"{name} shape", value=tuple(np.shape(value)), limit=f"a scalar or {n} values",
-                         where=where, fix=f"pass one {name} per neuron")
-    bad = ~np.isfinite(arr) | ((arr <= 0) if positive else False)
-    if np.any(bad):
-        i = int(np.flatnonzero(bad)[0])
-        raise PondError(name, value=float(arr[i]), limit="a finite positive number" if positive
-                        else "a finite number", where=f"{where}.{name}[{i}]",
-                        fix=f"pass valid {name} values")
+    if tuple(arr.shape) != (n,):
+        raise GraphError(
+            f"{name} shape",
+            value=tuple(np.shape(value)),
+            limit=f"a scalar or {n} values",
+            where=where,
+            fix=f"pass one {name} per neuron",
+        )
     return jnp.asarray(arr, dtype=jnp.float32)
 
 
 def _shape(shape: Any, where: str) -> tuple[int, ...]:
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
-    if not dims or any(d <= 0 for d in dims):
-        raise GraphError("neuron shape", value=shape, limit="N or a tuple of positive ints", where=where,
-                         fix="pass the number of neurons, e.g. 38, or a shape like (16, 16, 16)")
-    return dims
+    """``N`` or a NIR shape of positive whole numbers as a tuple."""
+    if isinstance(shape, (list, tuple)) or (isinstance(shape, np.ndarray) and shape.ndim > 0):
+        items = list(np.asarray(shape, dtype=object).reshape(-1))
+    else:
+        items = [shape]
+    if not items:
+        raise GraphError(
+            "neuron shape",
+            value=shape,
+            limit="N or a tuple of positive ints",
+            where=where,
+            fix="pass the number of neurons, e.g. 38, or a shape like (16, 16, 16)",
+        )
+    return tuple(check_int(d, "neuron shape", lo=1, where=where, error=GraphError) for d in items)
+
+
+def _surrogate(surrogate: Any, where: str) -> Surrogate:
+    if surrogate is None:
+        return Surrogate()
+    return check_type(surrogate, "surrogate", Surrogate, where=where, error=GraphError)
 
 
 class _NIRNeuron(eqx.Module):
@@ -190,24 +238,44 @@ class _NIRNeuron(eqx.Module):
     reset: str = eqx.field(static=True)
     surrogate: Surrogate = eqx.field(static=True)
 
-    def _setup(self, shape, *, dt, decay, reset, surrogate, tau_mem=None, tau_syn=None, r=1.0,
-               v_leak=None, w_in=None, v_threshold=None, v_reset=None) -> None:
+    def _setup(
+        self,
+        shape,
+        *,
+        dt,
+        decay,
+        reset,
+        surrogate,
+        tau_mem=None,
+        tau_syn=None,
+        r=1.0,
+        v_leak=None,
+        w_in=None,
+        v_threshold=None,
+        v_reset=None,
+        tau_mem_name="tau_mem",
+        required=(),
+    ) -> None:
         where = type(self).__name__
+        given = {"tau_mem": tau_mem, "tau_syn": tau_syn, "v_leak": v_leak, "w_in": w_in, "v_threshold": v_threshold}
+        for name in required:  # None would silently drop the term (a CubaLIF without synapse, a LIF without spikes)
+            if given["tau_mem" if name == "tau" else name] is None:
+                raise GraphError(name, value=None, limit="a number or an array", where=where, fix=f"pass {name}")
         self.shape = _shape(shape, where)
         n = int(np.prod(self.shape))
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-            raise PondError("dt", value=dt, limit="a positive number of seconds", where=where,
-                            fix="pass dt in seconds, e.g. 1e-4")
-        if decay not in DECAYS:
-            raise PondError("decay", value=decay, limit=list(DECAYS), where=where,
-                            fix="pass decay='euler' (forward Euler) or 'exp'")
-        if reset not in RESETS:
-            raise PondError("reset", value=reset, limit=list(RESETS), where=where,
-                            fix="pass reset='v_reset', 'zero' or 'subtract'")
-        self.dt, self.decay, self.reset = float(dt), decay, reset
-        self.surrogate = surrogate if surrogate is not None else Surrogate()
-        opt = (lambda v, name, pos=False: None if v is None else _flat(v, n, name, where, pos))
-        self.tau_mem = opt(tau_mem, "tau_mem", True)
+        dt = check_float(
+            dt, "dt", lo=F32_TINY, hi=F32_MAX, where=where, error=GraphError, fix="pass dt in seconds, e.g. 1e-4"
+        )
+        check_choice(
+            decay, "decay", DECAYS, where=where, error=GraphError, fix="pass decay='euler' (forward Euler) or 'exp'"
+        )
+        check_choice(
+            reset, "reset", RESETS, where=where, error=GraphError, fix="pass reset='v_reset', 'zero' or 'subtract'"
+        )
+        self.dt, self.decay, self.reset = dt, decay, reset
+        self.surrogate = _surrogate(surrogate, where)
+        opt = lambda v, name, pos=False: None if v is None else _flat(v, n, name, where, pos)
+        self.tau_mem = opt(tau_mem, tau_mem_name, True)
         self.tau_syn = opt(tau_syn, "tau_syn", True)
         self.r = _flat(r, n, "r", where)
         self.v_leak = opt(v_leak, "v_leak")
@@ -220,11 +288,33 @@ class _NIRNeuron(eqx.Module):
         if self.decay == "euler":
             for name in ("tau_mem", "tau_syn"):
                 tau = getattr(self, name)
-                if tau is not None and float(jnp.min(tau)) < self.dt:
-                    raise PondError(f"{name} shorter than dt", value=float(jnp.min(tau)),
-                                    limit=f">= dt = {self.dt}", where=where,
-                                    fix="forward Euler is unstable for tau < dt: pass a smaller dt "
-                                        "(the exporter's), or decay='exp'")
+                if tau is not None and not is_traced(tau) and float(jnp.min(tau)) < self.dt:
+                    raise GraphError(
+                        f"{tau_mem_name if name == 'tau_mem' else name} shorter than dt",
+                        value=float(jnp.min(tau)),
+                        limit=f">= dt = {self.dt}",
+                        where=where,
+                        fix="forward Euler is unstable for tau < dt: pass a smaller dt "
+                        "(the exporter's), or decay='exp'",
+                    )
+        self._check_coefficients(where)
+
+    def _check_coefficients(self, where: str) -> None:
+        """The per-step coefficients (``dt/tau * r`` ...) must be finite in float32: extreme but finite
+        parameters (``decay="exp"`` with ``tau`` far below ``dt`` and a large ``r``) could overflow."""
+        leaves = jax.tree_util.tree_leaves_with_path(self.parameters())
+        for path, leaf in leaves:
+            if is_traced(leaf):
+                continue
+            a = np.asarray(leaf)
+            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+                raise GraphError(
+                    f"per-step coefficient {jax.tree_util.keystr(path)} overflows float32",
+                    value=f"{a[~np.isfinite(a)][0]}",
+                    limit="finite values",
+                    where=where,
+                    fix="the parameters are too far apart (dt/tau or r, w_in too large): rescale them",
+                )
 
     # -- sizes and state ------------------------------------------------------------------------
     @property
@@ -239,6 +329,7 @@ class _NIRNeuron(eqx.Module):
 
     def init_state(self, batch_shape: tuple[int, ...] = ()) -> NeuronState:
         """Zero current and membrane for ``batch_shape`` samples."""
+        batch_shape = check_batch_shape(batch_shape, type(self).__name__)
         z = jnp.zeros(batch_shape + (self.size_in,), jnp.float32)
         return NeuronState(z, z)
 
@@ -262,9 +353,17 @@ class _NIRNeuron(eqx.Module):
             c_mem = leak * self.v_leak
         else:
             a_mem, g_mem, c_mem = one, self.r, 0.0 * one
-        return NeuronParameters(a_syn, g_syn, a_mem, g_mem, c_mem, self.v_threshold,
-                                self.v_reset if self.v_reset is not None else 0.0 * one,
-                                self.reset, self.surrogate)
+        return NeuronParameters(
+            a_syn,
+            g_syn,
+            a_mem,
+            g_mem,
+            c_mem,
+            self.v_threshold,
+            self.v_reset if self.v_reset is not None else 0.0 * one,
+            self.reset,
+            self.surrogate,
+        )
 
     # -- evolution ------------------------------------------------------------------------------
     def evolve_tm(self, x: jax.Array, state: NeuronState, record: bool):
@@ -301,13 +400,19 @@ class _NIRNeuron(eqx.Module):
         else a :class:`NIRNeuronGroup` holding the NIR parameters (the Xylo mapper reports it as
         one ``neuron_model`` violation with the remedy)."""
         name = f"{name or type(self).__name__} ({self._no_lif_reason()})"
-        return NIRNeuronGroup._factory(self.size_in, self.size_out, name, self,
-                                       kind=type(self).__name__, reset=self.reset, dt=self.dt,
-                                       reason=self._no_lif_reason())
+        return NIRNeuronGroup._factory(
+            self.size_in,
+            self.size_out,
+            name,
+            self,
+            kind=type(self).__name__,
+            reset=self.reset,
+            dt=self.dt,
+            reason=self._no_lif_reason(),
+        )
 
     def _no_lif_reason(self) -> str:
-        return (f"{type(self).__name__} has no pondlib LIFNeurons equivalent (needs a synaptic current "
-                f"and a threshold)")
+        return f"{type(self).__name__} has no pondlib LIFNeurons equivalent (needs a synaptic current and a threshold)"
 
 
 class CubaLIF(_NIRNeuron):
@@ -330,12 +435,37 @@ class CubaLIF(_NIRNeuron):
         ([0.6, 0.3, 0.15], [0.6, 0.84, 0.906])
     """
 
-    def __init__(self, shape: Any, *, tau_syn: Any, tau_mem: Any, r: Any = 1.0, v_leak: Any = 0.0,
-                 w_in: Any = 1.0, v_threshold: Any = 1.0, v_reset: Any = 0.0, dt: float = 1e-3,
-                 decay: str = "euler", reset: str = "v_reset", surrogate: Surrogate | None = None):
-        self._setup(shape, dt=dt, decay=decay, reset=reset, surrogate=surrogate, tau_mem=tau_mem,
-                    tau_syn=tau_syn, r=r, v_leak=v_leak, w_in=w_in, v_threshold=v_threshold,
-                    v_reset=v_reset)
+    def __init__(
+        self,
+        shape: Any,
+        *,
+        tau_syn: Any,
+        tau_mem: Any,
+        r: Any = 1.0,
+        v_leak: Any = 0.0,
+        w_in: Any = 1.0,
+        v_threshold: Any = 1.0,
+        v_reset: Any = 0.0,
+        dt: float = 1e-3,
+        decay: str = "euler",
+        reset: str = "v_reset",
+        surrogate: Surrogate | None = None,
+    ):
+        self._setup(
+            shape,
+            dt=dt,
+            decay=decay,
+            reset=reset,
+            surrogate=surrogate,
+            tau_mem=tau_mem,
+            tau_syn=tau_syn,
+            r=r,
+            v_leak=v_leak,
+            w_in=w_in,
+            v_threshold=v_threshold,
+            v_reset=v_reset,
+            required=("tau_syn", "tau_mem", "v_leak", "w_in", "v_threshold"),
+        )
 
     def lif_equivalent(self) -> dict | None:
         r"""Parameters of an exactly equivalent pondlib :class:`~pondlib.nn.LIF` (reset by
@@ -349,18 +479,26 @@ class CubaLIF(_NIRNeuron):
 
         emits the same spikes (``I' = (a / g_s) I``, ``v' = v / G``), except at ``v == v_thr`` exactly
         (pondlib spikes at ``>=``, NIR at ``>``). It needs ``reset="subtract"`` with ``v_reset = 0``,
-        ``0 < a, b < 1`` and ``G > 0``; ``max_spikes_per_dt = 1`` keeps the spikes binary.
+        ``v_thr > 0`` (a pondlib threshold is positive), ``0 < a, b < 1`` and ``G > 0``;
+        ``max_spikes_per_dt = 1`` keeps the spikes binary.
         """
-        if self.reset != "subtract" or bool(jnp.any(self.v_reset != 0)):
+        if self.reset != "subtract" or bool(jnp.any(self.v_reset != 0)) or not bool(jnp.all(self.v_threshold > 0)):
             return None
         p = self.parameters()
         a, b = np.asarray(p.a_syn, float), np.asarray(p.a_mem, float)
         gain = np.asarray(p.g_mem, float) * np.asarray(p.g_syn, float) / np.where(a > 0, a, 1.0)
         if not (np.all((a > 0) & (a < 1)) and np.all((b > 0) & (b < 1)) and np.all(gain > 0)):
             return None
-        return dict(tau_mem=-self.dt / np.log(b), tau_syn=-self.dt / np.log(a),
-                    threshold=np.asarray(self.v_threshold, float) / gain,
-                    bias=np.asarray(p.c_mem, float) / gain, dt=self.dt, max_spikes_per_dt=1.0)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            eq = dict(
+                tau_mem=-self.dt / np.log(b),
+                tau_syn=-self.dt / np.log(a),
+                threshold=np.asarray(self.v_threshold, float) / gain,
+                bias=np.asarray(p.c_mem, float) / gain,
+            )
+        if not all(np.all(np.isfinite(v)) for v in eq.values()) or not np.all(eq["threshold"] > 0):
+            return None  # the rescaled parameters leave float range: no exact equivalent
+        return dict(eq, dt=self.dt, max_spikes_per_dt=1.0)
 
     def as_graph(self, name: str | None = None):
         """:class:`~pondlib.graph.LIFNeurons` with the parameters of :meth:`lif_equivalent` (exact
@@ -374,19 +512,44 @@ class CubaLIF(_NIRNeuron):
 
     def _no_lif_reason(self) -> str:
         if self.reset != "subtract":
-            return (f"reset={self.reset!r}: pondlib LIF (and Xylo) reset by subtraction; import with "
-                    f"reset='subtract' if the network was trained that way")
+            return (
+                f"reset={self.reset!r}: pondlib LIF (and Xylo) reset by subtraction; import with "
+                f"reset='subtract' if the network was trained that way"
+            )
+        if not bool(jnp.all(self.v_threshold > 0)):
+            return "v_threshold <= 0: a pondlib LIF threshold is positive"
         return "decay or gain outside the range of an exponential LIF"
 
 
 class CubaLI(_NIRNeuron):
     """Current-based leaky integrator (NIR ``CubaLI``): CubaLIF without threshold; output ``v``."""
 
-    def __init__(self, shape: Any, *, tau_syn: Any, tau_mem: Any, r: Any = 1.0, v_leak: Any = 0.0,
-                 w_in: Any = 1.0, dt: float = 1e-3, decay: str = "euler",
-                 surrogate: Surrogate | None = None):
-        self._setup(shape, dt=dt, decay=decay, reset="v_reset", surrogate=surrogate, tau_mem=tau_mem,
-                    tau_syn=tau_syn, r=r, v_leak=v_leak, w_in=w_in)
+    def __init__(
+        self,
+        shape: Any,
+        *,
+        tau_syn: Any,
+        tau_mem: Any,
+        r: Any = 1.0,
+        v_leak: Any = 0.0,
+        w_in: Any = 1.0,
+        dt: float = 1e-3,
+        decay: str = "euler",
+        surrogate: Surrogate | None = None,
+    ):
+        self._setup(
+            shape,
+            dt=dt,
+            decay=decay,
+            reset="v_reset",
+            surrogate=surrogate,
+            tau_mem=tau_mem,
+            tau_syn=tau_syn,
+            r=r,
+            v_leak=v_leak,
+            w_in=w_in,
+            required=("tau_syn", "tau_mem", "v_leak", "w_in"),
+        )
 
 
 class NIRLIF(_NIRNeuron):
@@ -395,11 +558,34 @@ class NIRLIF(_NIRNeuron):
     (Named ``NIRLIF`` because :class:`pondlib.nn.LIF` is pondlib's current-based LIF.)
     """
 
-    def __init__(self, shape: Any, *, tau: Any, r: Any = 1.0, v_leak: Any = 0.0,
-                 v_threshold: Any = 1.0, v_reset: Any = 0.0, dt: float = 1e-3, decay: str = "euler",
-                 reset: str = "v_reset", surrogate: Surrogate | None = None):
-        self._setup(shape, dt=dt, decay=decay, reset=reset, surrogate=surrogate, tau_mem=tau, r=r,
-                    v_leak=v_leak, v_threshold=v_threshold, v_reset=v_reset)
+    def __init__(
+        self,
+        shape: Any,
+        *,
+        tau: Any,
+        r: Any = 1.0,
+        v_leak: Any = 0.0,
+        v_threshold: Any = 1.0,
+        v_reset: Any = 0.0,
+        dt: float = 1e-3,
+        decay: str = "euler",
+        reset: str = "v_reset",
+        surrogate: Surrogate | None = None,
+    ):
+        self._setup(
+            shape,
+            dt=dt,
+            decay=decay,
+            reset=reset,
+            surrogate=surrogate,
+            tau_mem=tau,
+            r=r,
+            v_leak=v_leak,
+            v_threshold=v_threshold,
+            v_reset=v_reset,
+            tau_mem_name="tau",
+            required=("tau", "v_leak", "v_threshold"),
+        )
 
     @property
     def tau(self) -> jax.Array:
@@ -410,10 +596,29 @@ class NIRLIF(_NIRNeuron):
 class LI(_NIRNeuron):
     """Leaky integrator (NIR ``LI``), output ``v``: a typical readout layer."""
 
-    def __init__(self, shape: Any, *, tau: Any, r: Any = 1.0, v_leak: Any = 0.0, dt: float = 1e-3,
-                 decay: str = "euler", surrogate: Surrogate | None = None):
-        self._setup(shape, dt=dt, decay=decay, reset="v_reset", surrogate=surrogate, tau_mem=tau, r=r,
-                    v_leak=v_leak)
+    def __init__(
+        self,
+        shape: Any,
+        *,
+        tau: Any,
+        r: Any = 1.0,
+        v_leak: Any = 0.0,
+        dt: float = 1e-3,
+        decay: str = "euler",
+        surrogate: Surrogate | None = None,
+    ):
+        self._setup(
+            shape,
+            dt=dt,
+            decay=decay,
+            reset="v_reset",
+            surrogate=surrogate,
+            tau_mem=tau,
+            r=r,
+            v_leak=v_leak,
+            tau_mem_name="tau",
+            required=("tau", "v_leak"),
+        )
 
     @property
     def tau(self) -> jax.Array:
@@ -431,17 +636,34 @@ class IF(_NIRNeuron):
         [0.0, 1.0, 0.0, 1.0]
     """
 
-    def __init__(self, shape: Any, *, r: Any = 1.0, v_threshold: Any = 1.0, v_reset: Any = 0.0,
-                 dt: float = 1e-3, reset: str = "v_reset", surrogate: Surrogate | None = None):
-        self._setup(shape, dt=dt, decay="euler", reset=reset, surrogate=surrogate, r=r,
-                    v_threshold=v_threshold, v_reset=v_reset)
+    def __init__(
+        self,
+        shape: Any,
+        *,
+        r: Any = 1.0,
+        v_threshold: Any = 1.0,
+        v_reset: Any = 0.0,
+        dt: float = 1e-3,
+        reset: str = "v_reset",
+        surrogate: Surrogate | None = None,
+    ):
+        self._setup(
+            shape,
+            dt=dt,
+            decay="euler",
+            reset=reset,
+            surrogate=surrogate,
+            r=r,
+            v_threshold=v_threshold,
+            v_reset=v_reset,
+            required=("v_threshold",),
+        )
 
 
 class Integrator(_NIRNeuron):
     """Integrator (NIR ``I``): ``v += r x``; output ``v``."""
 
-    def __init__(self, shape: Any, *, r: Any = 1.0, dt: float = 1e-3,
-                 surrogate: Surrogate | None = None):
+    def __init__(self, shape: Any, *, r: Any = 1.0, dt: float = 1e-3, surrogate: Surrogate | None = None):
         self._setup(shape, dt=dt, decay="euler", reset="v_reset", surrogate=surrogate, r=r)
 
 
@@ -462,7 +684,7 @@ class Threshold(eqx.Module):
     def __init__(self, shape: Any, *, threshold: Any = 1.0, surrogate: Surrogate | None = None):
         self.shape = _shape(shape, "Threshold")
         self.threshold = _flat(threshold, int(np.prod(self.shape)), "threshold", "Threshold")
-        self.surrogate = surrogate if surrogate is not None else Surrogate()
+        self.surrogate = _surrogate(surrogate, "Threshold")
 
     @property
     def size_in(self) -> int:
@@ -483,12 +705,21 @@ class Threshold(eqx.Module):
         """``(output, None, {})`` for (T, N) or (B, T, N)."""
         return evolve_time_major(self, x, state, record)
 
+    evolve = __call__
+
     def as_graph(self, name: str | None = None):
         """A :class:`NIRNeuronGroup` (no pondlib graph equivalent)."""
         name = name or "Threshold"
-        return NIRNeuronGroup._factory(self.size_in, self.size_out, name, self, kind="Threshold",
-                                       reset="none", dt=float("nan"),
-                                       reason="a stateless threshold has no LIFNeurons equivalent")
+        return NIRNeuronGroup._factory(
+            self.size_in,
+            self.size_out,
+            name,
+            self,
+            kind="Threshold",
+            reset="none",
+            dt=float("nan"),
+            reason="a stateless threshold has no LIFNeurons equivalent",
+        )
 
 
 @dataclass(eq=False, repr=False)

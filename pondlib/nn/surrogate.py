@@ -34,12 +34,15 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from pondlib.errors import PondError
+from pondlib.errors import GraphError
+from pondlib.validate import check_choice, check_float
 
 __all__ = ["Surrogate", "spike_count"]
 
 _KINDS = ("fast_sigmoid", "triangle", "arctan")
+_SCALE_MIN, _SCALE_MAX = float(np.finfo(np.float32).tiny), 1e30
 
 
 @dataclass(frozen=True)
@@ -48,19 +51,36 @@ class Surrogate:
 
     Args:
         kind: ``"fast_sigmoid"`` (default), ``"triangle"`` or ``"arctan"``.
-        scale: sharpness of the sub-threshold bump (larger is narrower), dimensionless, > 0.
+        scale: sharpness of the sub-threshold bump (larger is narrower), dimensionless, a finite number in
+            ``[1.2e-38, 1e30]`` (below, float32 would flush it to 0; above, ``pi * scale * 0`` could be
+            ``inf * 0 = NaN`` in float32). Stored as a Python float.
+
+    Raises:
+        GraphError: an unknown ``kind`` or a ``scale`` outside that range (NaN, inf, <= 0, strings, ...).
     """
 
     kind: str = "fast_sigmoid"
     scale: float = 10.0
 
     def __post_init__(self) -> None:
-        if self.kind not in _KINDS:
-            raise PondError("surrogate kind", value=self.kind, limit=list(_KINDS),
-                            fix="pick one of the listed surrogates")
-        if not self.scale > 0:
-            raise PondError("surrogate scale", value=self.scale, limit="> 0",
-                            fix="pass a positive scale")
+        check_choice(
+            self.kind,
+            "surrogate kind",
+            _KINDS,
+            where="Surrogate",
+            error=GraphError,
+            fix="pick one of the listed surrogates",
+        )
+        scale = check_float(
+            self.scale,
+            "surrogate scale",
+            lo=_SCALE_MIN,
+            hi=_SCALE_MAX,
+            where="Surrogate",
+            error=GraphError,
+            fix="pass a positive scale, e.g. 10",
+        )
+        object.__setattr__(self, "scale", scale)
 
     def derivative(self, u: jax.Array, cap: float) -> jax.Array:
         """Surrogate ``ds/du`` at ``u = v / theta`` (see the module docstring)."""

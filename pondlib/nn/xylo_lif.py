@@ -72,7 +72,6 @@ Example (one neuron, weight 1, threshold 1, dash 1: the chip's halving, in integ
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -82,15 +81,27 @@ import numpy as np
 
 from pondlib.errors import GraphError, PondError
 from pondlib.graph import GraphHolder, connect_modules
-from pondlib.nn.base import evolve_time_major, scan_steps
+from pondlib.nn.base import (
+    F32_TINY,
+    as_param,
+    check_batch_shape,
+    check_positive,
+    check_size,
+    evolve_time_major,
+    scan_steps,
+)
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
 from pondlib.nn.surrogate import Surrogate
+from pondlib.validate import F32_MAX, as_float_array, check_bool, check_choice, check_float, check_int, check_type
 
-__all__ = ["XyloLIF", "XyloLIFState", "tau_for_dash", "dash_for_tau", "round_ste", "floor_ste",
-           "clip_ste"]
+__all__ = ["XyloLIF", "XyloLIFState", "tau_for_dash", "dash_for_tau", "round_ste", "floor_ste", "clip_ste"]
 
 _QUANTIZE = ("channel", "global", None)
+#: Largest quantizer scale: larger ones (all weights below ~1.5e-36) would overflow float32.
+MAX_SCALE = 2.0**126
+#: Largest decay shift :func:`tau_for_dash` converts (a shift beyond 64 bits has no meaning).
+MAX_DASH = 64
 
 
 # -- straight-through estimators ---------------------------------------------------------------------
@@ -117,28 +128,42 @@ def clip_ste(x: jax.Array, lo: Any, hi: Any) -> jax.Array:
 def tau_for_dash(dash: Any, dt: float) -> np.ndarray:
     r"""Time constant (s) whose float decay equals the chip's: :math:`\tau = -dt / \ln(1 - 2^{-d})`.
 
-    ``round(log2(tau / dt)) == d`` for every d in 1..15 (the mapper's rule), checked here.
+    ``round(log2(tau / dt)) == d`` for every d in 1..15 (the mapper's rule), checked here. ``dash`` must
+    be finite in ``[1, 64]`` and ``dt`` finite and > 0 (PondError otherwise).
 
     Example:
         >>> d = np.arange(1, 16)
         >>> bool(np.all(np.round(np.log2(tau_for_dash(d, 1e-3) / 1e-3)) == d))
         True
     """
-    d = np.asarray(dash, dtype=float)
-    if np.any(d < 1):
-        raise PondError("decay shift", value=float(d.min()), limit=">= 1", where="tau_for_dash",
-                        fix="dash 0 wipes the state every step; use dash >= 1")
+    dt = check_float(dt, "dt", lo=0.0, lo_open=True, where="tau_for_dash", fix="pass dt in seconds, e.g. 1e-3")
+    d = as_float_array(dash, "decay shift", where="tau_for_dash", allow_empty=True)
+    if d.size and not np.all((d >= 1) & (d <= MAX_DASH)):
+        bad = d[~((d >= 1) & (d <= MAX_DASH))]
+        raise PondError(
+            "decay shift",
+            value=float(bad[0]),
+            limit=f"in [1, {MAX_DASH}]",
+            where="tau_for_dash",
+            fix="dash 0 wipes the state every step; use dash >= 1 (Xylo: 1..15)",
+        )
     return -dt / np.log1p(-np.exp2(-d))
 
 
 def dash_for_tau(tau: Any, dt: float) -> np.ndarray:
     """The mapper's unrounded dash ``log2(tau / dt)`` (rounding it gives the chip's decay shift).
 
+    ``tau`` and ``dt`` must be finite and > 0 (PondError otherwise).
+
     Example:
         >>> dash_for_tau(0.016, 1e-3).tolist()
         4.0
     """
-    return np.log2(np.asarray(tau, dtype=float) / dt)
+    dt = check_float(dt, "dt", lo=0.0, lo_open=True, where="dash_for_tau", fix="pass dt in seconds, e.g. 1e-3")
+    tau = as_float_array(
+        tau, "tau", lo=np.nextafter(0.0, 1.0), where="dash_for_tau", allow_empty=True, fix="pass time constants > 0 s"
+    )
+    return np.log2(tau / dt)
 
 
 class XyloLIFState(NamedTuple):
@@ -151,18 +176,23 @@ class XyloLIFState(NamedTuple):
     x_prev: jax.Array
 
 
-def _arr(value: Any, shape: tuple[int, ...], name: str) -> jax.Array:
-    a = jnp.asarray(value, dtype=jnp.float32)
+def _arr(value: Any, shape: tuple[int, ...], name: str, positive: bool = False) -> jax.Array:
+    a = as_param(value, name, "XyloLIF")
+    if positive:
+        check_positive(a, name, "XyloLIF")
     if a.ndim == 0:
         a = jnp.full(shape, a)
-    elif len(shape) == 2 and a.shape == (shape[0],):
-        a = jnp.broadcast_to(a[:, None], shape)
-    if a.shape != shape:
-        raise GraphError(f"XyloLIF {name} shape", value=tuple(a.shape), limit=f"a scalar or {shape}",
-                         where="XyloLIF", fix=f"pass one {name} per neuron")
-    if not bool(jnp.all(jnp.isfinite(a))):
-        raise PondError(f"XyloLIF {name} contains NaN or inf", where="XyloLIF", fix="pass finite values")
-    return a
+    elif len(shape) == 2 and tuple(a.shape) == (shape[0],):
+        a = jnp.broadcast_to(jnp.asarray(a)[:, None], shape)
+    if tuple(a.shape) != shape:
+        raise GraphError(
+            f"XyloLIF {name} shape",
+            value=tuple(a.shape),
+            limit=f"a scalar or {shape}",
+            where="XyloLIF",
+            fix=f"pass one {name} per neuron",
+        )
+    return jnp.asarray(a, dtype=jnp.float32)
 
 
 class XyloLIF(eqx.Module):
@@ -181,6 +211,15 @@ class XyloLIF(eqx.Module):
         learn_dash: train the decay shifts (else they are constants).
         weight_bits, state_bits, dash_max: the chip's widths (8, 16, 15 on Xylo).
         surrogate: spike surrogate (default fast sigmoid, scale 10).
+
+    Raises:
+        GraphError: naming the parameter: sizes that are not whole numbers >= 1; weights, thresholds,
+            biases and dashes that are not real, finite and within float32 or have the wrong shape; a
+            threshold or ``dt`` that is not > 0 (with ``quantize=None`` the threshold divides the
+            membrane); ``max_spikes`` not a whole number in [1, 2^24]; ``input_clip`` not > 0;
+            ``weight_bits`` outside [2, 16], ``state_bits`` outside [2, 24] (float32 holds them exactly),
+            ``dash_max`` outside [1, state_bits]; non-bool flags; an unknown ``quantize``. Dashes of any
+            finite value are tolerated: the forward pass clips them to ``1..dash_max`` (documented above).
     """
 
     weight: jax.Array
@@ -203,38 +242,65 @@ class XyloLIF(eqx.Module):
     n_neurons: int = eqx.field(static=True)
     n_synapses: int = eqx.field(static=True)
 
-    def __init__(self, n_in: int, n: int, n_synapses: int = 1, *, weight: Any, w_rec: Any = None,
-                 threshold: Any = 1.0, bias: Any = 0.0, dash_mem: Any = 4.0, dash_syn: Any = 1.0,
-                 dt: float = 1e-3, max_spikes: float = 31, delay_in: bool = False,
-                 input_clip: float | None = None, quantize: str | None = "channel",
-                 learn_dash: bool = True, weight_bits: int = 8, state_bits: int = 16, dash_max: int = 15,
-                 surrogate: Surrogate | None = None) -> None:
-        for what, v in (("n_in", n_in), ("n", n), ("n_synapses", n_synapses)):
-            if not isinstance(v, (int, np.integer)) or v <= 0:
-                raise GraphError(f"XyloLIF {what}", value=v, limit="a positive int", where="XyloLIF",
-                                 fix=f"pass {what} as a positive integer")
-        if quantize not in _QUANTIZE:
-            raise PondError("XyloLIF quantize", value=quantize, limit=list(_QUANTIZE), where="XyloLIF",
-                            fix="pass 'channel' (per neuron), 'global' (per layer) or None")
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-            raise PondError("XyloLIF dt", value=dt, limit="a positive number of seconds", where="XyloLIF",
-                            fix="pass dt in seconds, e.g. 1e-3")
-        if not max_spikes >= 1:
-            raise PondError("XyloLIF max_spikes", value=max_spikes, limit=">= 1", where="XyloLIF",
-                            fix="allow at least one spike per step")
-        self.n_in, self.n_neurons, self.n_synapses = int(n_in), int(n), int(n_synapses)
+    def __init__(
+        self,
+        n_in: int,
+        n: int,
+        n_synapses: int = 1,
+        *,
+        weight: Any,
+        w_rec: Any = None,
+        threshold: Any = 1.0,
+        bias: Any = 0.0,
+        dash_mem: Any = 4.0,
+        dash_syn: Any = 1.0,
+        dt: float = 1e-3,
+        max_spikes: float = 31,
+        delay_in: bool = False,
+        input_clip: float | None = None,
+        quantize: str | None = "channel",
+        learn_dash: bool = True,
+        weight_bits: int = 8,
+        state_bits: int = 16,
+        dash_max: int = 15,
+        surrogate: Surrogate | None = None,
+    ) -> None:
+        w = "XyloLIF"
+        self.n_in, self.n_neurons = check_size(n_in, "n_in", w), check_size(n, "n", w)
+        self.n_synapses = check_size(n_synapses, "n_synapses", w)
+        self.quantize = check_choice(
+            quantize,
+            "quantize",
+            _QUANTIZE,
+            where=w,
+            error=GraphError,
+            fix="pass 'channel' (per neuron), 'global' (per layer) or None",
+        )
+        self.dt = check_float(
+            dt, "dt", lo=F32_TINY, hi=F32_MAX, where=w, error=GraphError, fix="pass dt in seconds, e.g. 1e-3"
+        )
+        self.max_spikes = float(
+            check_int(max_spikes, "max_spikes", lo=1, hi=2**24, where=w, error=GraphError, fix="allow 1 to 2^24 spikes")
+        )
+        self.delay_in = check_bool(delay_in, "delay_in", where=w, error=GraphError)
+        self.learn_dash = check_bool(learn_dash, "learn_dash", where=w, error=GraphError)
+        if input_clip is not None:
+            input_clip = check_float(
+                input_clip, "input_clip", lo=0.0, lo_open=True, hi=F32_MAX, where=w, error=GraphError
+            )
+        self.input_clip = input_clip
+        self.weight_bits = check_int(weight_bits, "weight_bits", lo=2, hi=16, where=w, error=GraphError)
+        self.state_bits = check_int(state_bits, "state_bits", lo=2, hi=24, where=w, error=GraphError)
+        self.dash_max = check_int(dash_max, "dash_max", lo=1, hi=self.state_bits, where=w, error=GraphError)
         nk = self.n_neurons * self.n_synapses
         self.weight = _arr(weight, (self.n_in, nk), "weight")
         self.w_rec = None if w_rec is None else _arr(w_rec, (self.n_neurons, nk), "w_rec")
-        self.threshold = _arr(threshold, (self.n_neurons,), "threshold")
+        self.threshold = _arr(threshold, (self.n_neurons,), "threshold", positive=True)
         self.bias = _arr(bias, (self.n_neurons,), "bias")
         self.dash_mem = _arr(dash_mem, (self.n_neurons,), "dash_mem")
         self.dash_syn = _arr(dash_syn, (self.n_neurons, self.n_synapses), "dash_syn")
-        self.dt, self.max_spikes = float(dt), float(max_spikes)
-        self.delay_in, self.learn_dash = bool(delay_in), bool(learn_dash)
-        self.input_clip = None if input_clip is None else float(input_clip)
-        self.quantize = quantize
-        self.weight_bits, self.state_bits, self.dash_max = int(weight_bits), int(state_bits), int(dash_max)
+        if surrogate is not None:
+            check_type(surrogate, "surrogate", Surrogate, where=w, error=GraphError)
         self.surrogate = surrogate if surrogate is not None else Surrogate()
 
     # -- sizes and state ------------------------------------------------------------------------
@@ -250,15 +316,22 @@ class XyloLIF(eqx.Module):
 
     def init_state(self, batch_shape: tuple[int, ...] = ()) -> XyloLIFState:
         """Zero state for ``batch_shape`` samples."""
+        batch_shape = check_batch_shape(batch_shape, "XyloLIF")
         n, k, z = self.n_neurons, self.n_synapses, jnp.zeros
-        return XyloLIFState(z(batch_shape + (n, k), jnp.float32), z(batch_shape + (n,), jnp.float32),
-                            z(batch_shape + (n,), jnp.float32), z(batch_shape + (self.n_in,), jnp.float32))
+        return XyloLIFState(
+            z(batch_shape + (n, k), jnp.float32),
+            z(batch_shape + (n,), jnp.float32),
+            z(batch_shape + (n,), jnp.float32),
+            z(batch_shape + (self.n_in,), jnp.float32),
+        )
 
     # -- the chip's grid ------------------------------------------------------------------------
     def scale(self) -> jax.Array:
         """The quantizer's scale (n,) (per neuron for ``"channel"``, one value repeated for
         ``"global"``, ones for None), a constant for autodiff. A neuron without weights gets
-        ``(2^15 - 1) / max(|theta|, |b|)`` (or 1), as in :mod:`pondlib.transform.quantize`."""
+        ``(2^15 - 1) / max(|theta|, |b|)`` (or 1), as in :mod:`pondlib.transform.quantize`. The scale is
+        capped at :data:`MAX_SCALE` (``2^126``; all weights below ~1.5e-36) so that it stays finite in
+        float32."""
         n, k = self.n_neurons, self.n_synapses
         if self.quantize is None:
             return jnp.ones((n,), jnp.float32)
@@ -273,7 +346,8 @@ class XyloLIF(eqx.Module):
             m = jnp.full((n,), jnp.max(m))
             tb = jnp.full((n,), jnp.max(tb))
         fallback = jnp.where(tb > 0, s_max / jnp.where(tb > 0, tb, 1.0), 1.0)
-        return jnp.where(m > 0, w_max / jnp.where(m > 0, m, 1.0), fallback)
+        # capped so that it stays finite in float32 (tiny weights would give inf, and 0 * inf = NaN)
+        return jnp.minimum(jnp.where(m > 0, w_max / jnp.where(m > 0, m, 1.0), fallback), MAX_SCALE)
 
     def grid(self) -> dict[str, Any]:
         """Parameters on the chip's grid in chip units (STE): ``weight`` (n_in, n k), ``w_rec``,
@@ -284,9 +358,11 @@ class XyloLIF(eqx.Module):
         dm, ds = self.dash_mem, self.dash_syn
         if not self.learn_dash:
             dm, ds = jax.lax.stop_gradient(dm), jax.lax.stop_gradient(ds)
-        out = {"scale": s,
-               "dash_mem": round_ste(clip_ste(dm, 1.0, float(self.dash_max))),
-               "dash_syn": round_ste(clip_ste(ds, 1.0, float(self.dash_max)))}
+        out = {
+            "scale": s,
+            "dash_mem": round_ste(clip_ste(dm, 1.0, float(self.dash_max))),
+            "dash_syn": round_ste(clip_ste(ds, 1.0, float(self.dash_max))),
+        }
         if self.quantize is None:
             out.update(weight=self.weight, w_rec=self.w_rec, threshold=self.threshold, bias=self.bias)
             return out
@@ -304,9 +380,9 @@ class XyloLIF(eqx.Module):
         n, k = self.n_neurons, self.n_synapses
         g = self.grid()
         if self.input_clip is not None:
-            x = jnp.minimum(x, self.input_clip)   # the chip's 4-bit input counter
+            x = jnp.minimum(x, self.input_clip)  # the chip's 4-bit input counter
         x_prev_new = x[-1]
-        if self.delay_in:   # hidden spikes of step t reach this layer at t + 1 on the chip
+        if self.delay_in:  # hidden spikes of step t reach this layer at t + 1 on the chip
             x = jnp.concatenate([state.x_prev[None], x[:-1]], axis=0)
         current = (x @ g["weight"]).reshape(x.shape[:-1] + (n, k))
         integer = self.quantize is not None
@@ -320,8 +396,8 @@ class XyloLIF(eqx.Module):
         def decay(v: jax.Array, f: jax.Array) -> jax.Array:
             if not integer:
                 return v * f
-            exact = jnp.floor(v * f)          # arithmetic shift v >> d
-            exact = jnp.where(exact == 0, jnp.sign(v), exact)   # minimum step of one toward zero
+            exact = jnp.floor(v * f)  # arithmetic shift v >> d
+            exact = jnp.where(exact == 0, jnp.sign(v), exact)  # minimum step of one toward zero
             return v * f + jax.lax.stop_gradient(exact - v * f)
 
         def step(st: tuple, cur: jax.Array):
@@ -345,8 +421,7 @@ class XyloLIF(eqx.Module):
             vmem = vmem - spk * thr
             return (isyn, vmem, spk), (spk, vmem, isyn)
 
-        (isyn, vmem, spk), (spikes, vrec, irec) = scan_steps(
-            step, (state.isyn, state.vmem, state.spikes), current)
+        (isyn, vmem, spk), (spikes, vrec, irec) = scan_steps(step, (state.isyn, state.vmem, state.spikes), current)
         new_state = XyloLIFState(isyn, vmem, spk, x_prev_new)
         if not record:
             return spikes, new_state, {}
@@ -363,16 +438,23 @@ class XyloLIF(eqx.Module):
     def to_float(self) -> tuple[Linear, LIF]:
         """The plain ``(Linear, LIF)`` pair on the grid (weights ``W_q / s`` ..., ``tau`` from the
         rounded dashes by :func:`tau_for_dash`, the spike cap kept); no hop delay, no integer decay."""
-        g = jax.tree_util.tree_map(lambda a: None if a is None else np.asarray(a, np.float64),
-                                   self.grid(), is_leaf=lambda a: a is None)
+        g = jax.tree_util.tree_map(
+            lambda a: None if a is None else np.asarray(a, np.float64), self.grid(), is_leaf=lambda a: a is None
+        )
         s = g["scale"]
         s_col = np.repeat(s, self.n_synapses)
         lin = Linear(self.n_in, self.n_neurons * self.n_synapses, weight=g["weight"] / s_col)
-        lif = LIF((self.n_neurons * self.n_synapses, self.n_neurons),
-                  tau_mem=tau_for_dash(g["dash_mem"], self.dt), tau_syn=tau_for_dash(g["dash_syn"], self.dt),
-                  threshold=g["threshold"] / s, bias=g["bias"] / s, dt=self.dt,
-                  w_rec=None if g["w_rec"] is None else g["w_rec"] / s_col,
-                  max_spikes_per_dt=self.max_spikes, surrogate=self.surrogate)
+        lif = LIF(
+            (self.n_neurons * self.n_synapses, self.n_neurons),
+            tau_mem=tau_for_dash(g["dash_mem"], self.dt),
+            tau_syn=tau_for_dash(g["dash_syn"], self.dt),
+            threshold=g["threshold"] / s,
+            bias=g["bias"] / s,
+            dt=self.dt,
+            w_rec=None if g["w_rec"] is None else g["w_rec"] / s_col,
+            max_spikes_per_dt=self.max_spikes,
+            surrogate=self.surrogate,
+        )
         return lin, lif
 
     def as_graph(self, name: str | None = None):
@@ -385,4 +467,3 @@ class XyloLIF(eqx.Module):
         gn = lif.as_graph(name)
         connect_modules(gl, gn)
         return GraphHolder(list(gl.input_nodes), list(gn.output_nodes), name, self)
-

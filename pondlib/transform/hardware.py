@@ -57,36 +57,75 @@ from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
 from pondlib.nn.surrogate import Surrogate
 from pondlib.nn.xylo_lif import XyloLIF, dash_for_tau
+from pondlib.validate import as_float_array, as_int_array, check_bool, check_choice, check_float
 
 __all__ = ["xylo_aware", "to_float", "hardware_dashes"]
 
 
 def _pairs(net: Any) -> list[tuple[Linear, LIF]]:
     if not isinstance(net, Sequential):
-        raise GraphError("hardware-aware network", value=type(net).__name__,
-                         limit="a Sequential of Linear -> LIF pairs", where="xylo_aware",
-                         fix="build the network as nn.Sequential(Linear, LIF, Linear, LIF, ...)")
+        raise GraphError(
+            "hardware-aware network",
+            value=type(net).__name__,
+            limit="a Sequential of Linear -> LIF pairs",
+            where="xylo_aware",
+            fix="build the network as nn.Sequential(Linear, LIF, Linear, LIF, ...)",
+        )
     layers = list(net.layers)
-    ok = len(layers) >= 2 and len(layers) % 2 == 0 and all(
-        isinstance(layers[i], Linear) and isinstance(layers[i + 1], LIF) for i in range(0, len(layers), 2))
+    ok = (
+        len(layers) >= 2
+        and len(layers) % 2 == 0
+        and all(isinstance(layers[i], Linear) and isinstance(layers[i + 1], LIF) for i in range(0, len(layers), 2))
+    )
     if not ok:
         got = " -> ".join(type(m).__name__ for m in layers)
-        raise GraphError("hardware-aware network layers", value=got, limit="Linear -> LIF (repeated)",
-                         where="xylo_aware",
-                         fix="use Linear -> LIF pairs (Residual/alias and other modules are not modelled)")
+        raise GraphError(
+            "hardware-aware network layers",
+            value=got,
+            limit="Linear -> LIF (repeated)",
+            where="xylo_aware",
+            fix="use Linear -> LIF pairs (Residual/alias and other modules are not modelled)",
+        )
     pairs = []
     for i in range(0, len(layers), 2):
         lin, lif = layers[i], layers[i + 1]
         if lin.bias is not None and bool(np.any(np.asarray(lin.bias) != 0)):
-            raise GraphError("Linear bias", value=f"{i}_Linear has a non-zero bias", limit="no bias",
-                             where="xylo_aware", fix="Xylo weights carry no bias: move it to the LIF bias")
+            raise GraphError(
+                "Linear bias",
+                value=f"{i}_Linear has a non-zero bias",
+                limit="no bias",
+                where="xylo_aware",
+                fix="Xylo weights carry no bias: move it to the LIF bias",
+            )
+        where = f"xylo_aware: layers {i}, {i + 1}"
+        for owner, name in ((lin, "weight"), (lif, "threshold"), (lif, "bias"), (lif, "w_rec")):
+            value = getattr(owner, name, None)
+            if value is not None:
+                as_float_array(np.asarray(value), name, where=where, error=GraphError, allow_empty=True)
+        for name in ("tau_mem", "tau_syn"):
+            tau = as_float_array(np.asarray(getattr(lif, name)), name, where=where, error=GraphError, allow_empty=True)
+            if np.any(tau <= 0):
+                raise GraphError(
+                    name,
+                    value=float(tau[tau <= 0].ravel()[0]),
+                    limit="> 0 s",
+                    where=where,
+                    fix="use positive time constants",
+                )
+        check_float(lif.dt, "dt", lo=0.0, lo_open=True, where=where, error=GraphError)
         pairs.append((lin, lif))
     return pairs
 
 
-def xylo_aware(net: Any, limits: XyloLimits | str | None = XYLO_AUDIO3, *, quantize: str | None = "channel",
-               learn_dash: bool = True, delays: bool = True, surrogate: Surrogate | None = None
-               ) -> Sequential:
+def xylo_aware(
+    net: Any,
+    limits: XyloLimits | str | None = XYLO_AUDIO3,
+    *,
+    quantize: str | None = "channel",
+    learn_dash: bool = True,
+    delays: bool = True,
+    surrogate: Surrogate | None = None,
+) -> Sequential:
     """A new network of :class:`~pondlib.nn.xylo_lif.XyloLIF` layers that follows the Xylo core.
 
     Args:
@@ -105,9 +144,23 @@ def xylo_aware(net: Any, limits: XyloLimits | str | None = XYLO_AUDIO3, *, quant
         and has no delay, the last has the output spike cap.
 
     Raises:
-        GraphError: the network is not a chain of ``Linear -> LIF`` pairs or a Linear has a bias.
+        GraphError: the network is not a chain of ``Linear -> LIF`` pairs, a Linear has a bias, or a
+            parameter is non-finite (a time constant or ``dt`` not > 0); the message names the layers.
+        PondError: ``quantize`` not one of the three choices, ``learn_dash`` / ``delays`` not bools
+            (a string such as ``"False"`` is refused), ``surrogate`` not a Surrogate.
     """
     lim = get_limits(limits)
+    check_choice(quantize, "quantize", ("channel", "global", None), where="xylo_aware", error=PondError)
+    learn_dash = check_bool(learn_dash, "learn_dash", where="xylo_aware")
+    delays = check_bool(delays, "delays", where="xylo_aware")
+    if surrogate is not None and not isinstance(surrogate, Surrogate):
+        raise PondError(
+            "surrogate",
+            value=type(surrogate).__name__,
+            limit="a pondlib.nn.surrogate.Surrogate or None",
+            where="xylo_aware",
+            fix="pass e.g. the LIF's own surrogate (None)",
+        )
     pairs = _pairs(net)
     layers = []
     for i, (lin, lif) in enumerate(pairs):
@@ -115,15 +168,29 @@ def xylo_aware(net: Any, limits: XyloLimits | str | None = XYLO_AUDIO3, *, quant
         cap = lim.max_spikes_output if last else lim.max_spikes_hidden
         dm = np.clip(dash_for_tau(np.asarray(lif.tau_mem), lif.dt), 1.0, lim.dash_max)
         ds = np.clip(dash_for_tau(np.asarray(lif.tau_syn), lif.dt), 1.0, lim.dash_max)
-        layers.append(XyloLIF(
-            lin.n_in, lif.n_neurons, lif.n_synapses, weight=np.asarray(lin.weight),
-            w_rec=None if lif.w_rec is None else np.asarray(lif.w_rec),
-            threshold=np.asarray(lif.threshold), bias=np.asarray(lif.bias), dash_mem=dm, dash_syn=ds,
-            dt=lif.dt, max_spikes=min(float(cap), lif.max_spikes_per_dt),
-            delay_in=bool(delays) and i > 0, input_clip=float(lim.max_input_count) if i == 0 else None,
-            quantize=quantize, learn_dash=learn_dash, weight_bits=lim.weight_bits,
-            state_bits=lim.state_bits, dash_max=lim.dash_max,
-            surrogate=surrogate if surrogate is not None else lif.surrogate))
+        layers.append(
+            XyloLIF(
+                lin.n_in,
+                lif.n_neurons,
+                lif.n_synapses,
+                weight=np.asarray(lin.weight),
+                w_rec=None if lif.w_rec is None else np.asarray(lif.w_rec),
+                threshold=np.asarray(lif.threshold),
+                bias=np.asarray(lif.bias),
+                dash_mem=dm,
+                dash_syn=ds,
+                dt=lif.dt,
+                max_spikes=min(float(cap), lif.max_spikes_per_dt),
+                delay_in=bool(delays) and i > 0,
+                input_clip=float(lim.max_input_count) if i == 0 else None,
+                quantize=quantize,
+                learn_dash=learn_dash,
+                weight_bits=lim.weight_bits,
+                state_bits=lim.state_bits,
+                dash_max=lim.dash_max,
+                surrogate=surrogate if surrogate is not None else lif.surrogate,
+            )
+        )
     return Sequential(*layers)
 
 
@@ -135,8 +202,13 @@ def to_float(net: Any) -> Sequential:
         GraphError: ``net`` is not a ``Sequential`` of ``XyloLIF``.
     """
     if not isinstance(net, Sequential) or not all(isinstance(m, XyloLIF) for m in net.layers):
-        raise GraphError("to_float input", value=type(net).__name__, limit="a Sequential of XyloLIF",
-                         where="to_float", fix="pass the output of xylo_aware (after training)")
+        raise GraphError(
+            "to_float input",
+            value=type(net).__name__,
+            limit="a Sequential of XyloLIF",
+            where="to_float",
+            fix="pass the output of xylo_aware (after training)",
+        )
     mods: list[Any] = []
     for m in net.layers:
         mods.extend(m.to_float())
@@ -151,11 +223,22 @@ def hardware_dashes(net: Any) -> dict[str, dict[str, np.ndarray]]:
         PondError: ``net`` is not a ``Sequential`` of ``XyloLIF``.
     """
     if not isinstance(net, Sequential) or not all(isinstance(m, XyloLIF) for m in net.layers):
-        raise PondError("hardware_dashes input", value=type(net).__name__, limit="a Sequential of XyloLIF",
-                        where="hardware_dashes", fix="pass the output of xylo_aware")
+        raise PondError(
+            "hardware_dashes input",
+            value=type(net).__name__,
+            limit="a Sequential of XyloLIF",
+            where="hardware_dashes",
+            fix="pass the output of xylo_aware",
+        )
     out = {}
     for i, m in enumerate(net.layers):
         g = m.grid()
-        out[f"{i}_XyloLIF"] = {"dash_mem": np.asarray(g["dash_mem"]).astype(np.int64),
-                               "dash_syn": np.asarray(g["dash_syn"]).astype(np.int64)}
+        layer = {}
+        for name in ("dash_mem", "dash_syn"):
+            # whole numbers in 0..15 after the grid's rounding; a diverged (NaN) training is refused, not cast
+            d = as_float_array(np.asarray(g[name]), name, where=f"hardware_dashes: layer {i}", allow_empty=True)
+            layer[name] = as_int_array(
+                np.rint(d), name, lo=0, hi=2**31 - 1, where=f"hardware_dashes: layer {i}", allow_empty=True
+            )
+        out[f"{i}_XyloLIF"] = layer
     return out

@@ -75,7 +75,9 @@ def test_connections_follow_the_network():
 
 
 def test_export_never_changes_the_module_and_copies_parameters():
-    net = nn.Sequential(nn.Linear(3, 4, key=jax.random.PRNGKey(0), bias=True), nn.LIF(4, has_rec=True, key=jax.random.PRNGKey(1)))
+    net = nn.Sequential(
+        nn.Linear(3, 4, key=jax.random.PRNGKey(0), bias=True), nn.LIF(4, has_rec=True, key=jax.random.PRNGKey(1))
+    )
     before = jax.tree_util.tree_map(np.array, net)
     g = net.as_graph()
     lin, lif = (graph.modules_of_class(g, graph.LinearWeights)[0], graph.modules_of_class(g, graph.LIFNeurons)[0])
@@ -106,8 +108,12 @@ def test_connect_modules_with_indices():
 
 
 def test_graph_printout_is_readable_and_deterministic():
-    net = nn.Sequential(nn.Linear(3, 4, key=jax.random.PRNGKey(0)), nn.LIF(4, has_rec=True, key=jax.random.PRNGKey(1)),
-                        nn.Linear(4, 2, key=jax.random.PRNGKey(2)), nn.LIF(2))
+    net = nn.Sequential(
+        nn.Linear(3, 4, key=jax.random.PRNGKey(0)),
+        nn.LIF(4, has_rec=True, key=jax.random.PRNGKey(1)),
+        nn.Linear(4, 2, key=jax.random.PRNGKey(2)),
+        nn.LIF(2),
+    )
     text = str(net.as_graph())
     assert text == str(net.as_graph())
     lines = text.splitlines()
@@ -119,8 +125,7 @@ def test_graph_printout_is_readable_and_deterministic():
 
 def test_lif_neurons_validate_parameter_shapes():
     with pytest.raises(GraphError, match="tau_syn shape"):
-        graph.LIFNeurons._factory(4, 2, "lif", None, tau_mem=0.02, tau_syn=np.ones((3, 3)),
-                                  threshold=1.0, bias=0.0)
+        graph.LIFNeurons._factory(4, 2, "lif", None, tau_mem=0.02, tau_syn=np.ones((3, 3)), threshold=1.0, bias=0.0)
     with pytest.raises(GraphError, match="a multiple of N"):
         graph.LIFNeurons._factory(5, 2, "lif", None, tau_mem=0.02, tau_syn=0.01, threshold=1.0, bias=0.0)
     lif = graph.LIFNeurons._factory(2, 2, "lif", None, tau_mem=0.02, tau_syn=0.01, threshold=1.0, bias=0.0)

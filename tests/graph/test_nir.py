@@ -13,13 +13,16 @@ import pytest
 from pondlib import nn
 from pondlib.devices.xylo.mapper import mapper
 from pondlib.errors import ConstraintError, NIRError
-from pondlib.graph.nir import EXPORTERS, IMPORTERS, from_nir, load_nir, to_nir, write
+from pondlib.interop.nir import EXPORTERS, IMPORTERS, from_nir, load_nir, to_nir, write
 from pondlib.nn import layers, neurons
 from pondlib.nn.graphnet import GraphNetwork
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nir"
-BRAILLE = ["braille_noDelay_bias_zero.nir", "braille_noDelay_bias_zero_subgraph.nir",
-           "braille_noDelay_noBias_subtract.nir"]
+BRAILLE = [
+    "braille_noDelay_bias_zero.nir",
+    "braille_noDelay_bias_zero_subgraph.nir",
+    "braille_noDelay_noBias_subtract.nir",
+]
 
 
 def _spikes(shape, p, seed):
@@ -104,9 +107,11 @@ def test_rockpool_tolerant_read():
 
 
 def test_bad_output_shape_names_node_and_fix():
-    g = nir.NIRGraph(nodes={"input": nir.Input(np.array([2])), "w": nir.Linear(np.ones((3, 2))),
-                            "out": nir.Output(np.array([4]))},
-                     edges=[("input", "w"), ("w", "out")], type_check=False)
+    g = nir.NIRGraph(
+        nodes={"input": nir.Input(np.array([2])), "w": nir.Linear(np.ones((3, 2))), "out": nir.Output(np.array([4]))},
+        edges=[("input", "w"), ("w", "out")],
+        type_check=False,
+    )
     with pytest.raises(NIRError) as err:
         from_nir(g, dt=1e-3)
     assert err.value.where == "out" and err.value.value == [4] and "[3]" in err.value.fix
@@ -126,7 +131,7 @@ def test_malformed_files_raise_nir_error(tmp_path):
         g.create_dataset("type", data="NIRGraph")
         g.create_dataset("edges", data=np.array([[b"a", b"b"]]))
         n = g.create_group("nodes").create_group("a")
-        n.create_dataset("type", data="LIF")          # no parameters
+        n.create_dataset("type", data="LIF")  # no parameters
     for name in ("trunc.nir", "text.nir", "nokeys.nir", "badnode.nir", "missing.nir"):
         with pytest.raises(NIRError) as err:
             from_nir(tmp_path / name, dt=1e-3)
@@ -134,15 +139,34 @@ def test_malformed_files_raise_nir_error(tmp_path):
 
 
 def test_unsupported_node_and_graph_boundary():
-    g = nir.NIRGraph(nodes={"input": nir.Input(np.array([2])), "w": nir.Linear(np.ones((2, 2)))},
-                     edges=[("input", "w")], type_check=False)
+    g = nir.NIRGraph(
+        nodes={"input": nir.Input(np.array([2])), "w": nir.Linear(np.ones((2, 2)))},
+        edges=[("input", "w")],
+        type_check=False,
+    )
     with pytest.raises(NIRError, match="one Input and one Output"):
         from_nir(g, dt=1e-3)
 
 
 def test_registries_cover_nir_node_types():
-    wanted = {"Affine", "Linear", "Scale", "Threshold", "LIF", "CubaLIF", "LI", "CubaLI", "IF", "I",
-              "Delay", "Flatten", "Conv1d", "Conv2d", "SumPool2d", "AvgPool2d"}
+    wanted = {
+        "Affine",
+        "Linear",
+        "Scale",
+        "Threshold",
+        "LIF",
+        "CubaLIF",
+        "LI",
+        "CubaLI",
+        "IF",
+        "I",
+        "Delay",
+        "Flatten",
+        "Conv1d",
+        "Conv2d",
+        "SumPool2d",
+        "AvgPool2d",
+    }
     assert wanted <= set(IMPORTERS)
     to_nir(nn.Linear(1, 1, weight=np.ones((1, 1))))  # fills the export registry
     assert {layers.Conv2d, neurons.CubaLIF, nn.LIF, nn.Residual} <= set(EXPORTERS)
@@ -163,10 +187,21 @@ def test_roundtrip_pondlib_lif_network(tmp_path):
     k = jax.random.split(jax.random.PRNGKey(0), 4)
     net = nn.Sequential(
         nn.Linear(6, 5, key=k[0], bias=jnp.linspace(-0.2, 0.3, 5)),
-        nn.LIF(5, tau_mem=jnp.linspace(0.01, 0.03, 5), tau_syn=0.004, threshold=jnp.linspace(0.5, 1, 5),
-               bias=jnp.linspace(0, 0.1, 5), has_rec=True, key=k[1], dt=1e-3, max_spikes_per_dt=3.0),
+        nn.LIF(
+            5,
+            tau_mem=jnp.linspace(0.01, 0.03, 5),
+            tau_syn=0.004,
+            threshold=jnp.linspace(0.5, 1, 5),
+            bias=jnp.linspace(0, 0.1, 5),
+            has_rec=True,
+            key=k[1],
+            dt=1e-3,
+            max_spikes_per_dt=3.0,
+        ),
         nn.Residual(nn.Linear(5, 5, key=k[2]), nn.LIF(5, dt=1e-3)),
-        nn.Linear(5, 3, key=k[3]), nn.LIF(3, dt=1e-3))
+        nn.Linear(5, 3, key=k[3]),
+        nn.LIF(3, dt=1e-3),
+    )
     back = _roundtrip(net, tmp_path, 3.0 * _spikes((2, 25, 6), 0.4, 3))
     assert type(back) is nn.Sequential
     assert back[1].w_rec is not None and bool(jnp.all(back[1].w_rec == net[1].w_rec))
@@ -177,23 +212,25 @@ def test_roundtrip_pondlib_lif_network(tmp_path):
 def test_roundtrip_nir_neurons_and_layers(tmp_path):
     rng = np.random.default_rng(4)
     cnn = nn.Sequential(
-        layers.Conv2d((2, 8, 8), weight=rng.normal(size=(4, 2, 3, 3)), bias=rng.normal(size=4),
-                      stride=2, padding=1),
+        layers.Conv2d((2, 8, 8), weight=rng.normal(size=(4, 2, 3, 3)), bias=rng.normal(size=4), stride=2, padding=1),
         neurons.IF((4, 4, 4), r=rng.uniform(0.5, 1.5, 64), v_threshold=1.0, reset="subtract"),
         layers.AvgPool2d((4, 4, 4), kernel_size=2),
         layers.SumPool2d((4, 2, 2), kernel_size=2),
-        layers.Flatten((4, 1, 1)), nn.Linear(4, 3, weight=rng.normal(size=(4, 3))),
-        neurons.CubaLI(3, tau_syn=2e-3, tau_mem=5e-3, r=2.0, v_leak=0.1, w_in=1.5, dt=1e-3))
+        layers.Flatten((4, 1, 1)),
+        nn.Linear(4, 3, weight=rng.normal(size=(4, 3))),
+        neurons.CubaLI(3, tau_syn=2e-3, tau_mem=5e-3, r=2.0, v_leak=0.1, w_in=1.5, dt=1e-3),
+    )
     _roundtrip(cnn, tmp_path, _spikes((2, 6, 128), 0.5, 5))
     chain = nn.Sequential(
         layers.Conv1d((2, 6), weight=rng.normal(size=(3, 2, 3)), padding="same"),
         layers.Scale(18, scale=rng.normal(size=18)),
         neurons.NIRLIF(18, tau=5e-3, r=1.0, v_leak=0.05, v_threshold=0.3, v_reset=-0.1, dt=1e-3),
         layers.Delay(18, delay=np.arange(18) % 3 * 1e-3, dt=1e-3),
-        neurons.CubaLIF(18, tau_syn=3e-3, tau_mem=8e-3, r=1.0, v_threshold=0.1, dt=1e-3, decay="exp",
-                        reset="zero"),
-        neurons.LI(18, tau=4e-3, dt=1e-3), neurons.Integrator(18, r=0.5),
-        neurons.Threshold(18, threshold=0.2))
+        neurons.CubaLIF(18, tau_syn=3e-3, tau_mem=8e-3, r=1.0, v_threshold=0.1, dt=1e-3, decay="exp", reset="zero"),
+        neurons.LI(18, tau=4e-3, dt=1e-3),
+        neurons.Integrator(18, r=0.5),
+        neurons.Threshold(18, threshold=0.2),
+    )
     back = _roundtrip(chain, tmp_path, rng.normal(size=(2, 12, 12)).astype(np.float32))
     assert back.modules["4_CubaLIF"].decay == "exp" and back.modules["4_CubaLIF"].reset == "zero"
 
@@ -210,20 +247,29 @@ def test_export_refuses_what_nir_cannot_represent():
         to_nir(nn.Sequential(nn.Linear(2, 8, weight=np.ones((2, 8))), lif2))
     assert err.value.where == "1_LIF" and "several synapses" in str(err.value)
     with pytest.raises(NIRError, match="reshape"):
-        to_nir(nn.Sequential(nn.Linear(2, 8, weight=np.ones((2, 8))),
-                             layers.SumPool2d((2, 2, 2), kernel_size=2)))
+        to_nir(nn.Sequential(nn.Linear(2, 8, weight=np.ones((2, 8))), layers.SumPool2d((2, 2, 2), kernel_size=2)))
 
 
 # -- discretization ------------------------------------------------------------------------------
 def test_cubalif_equivalent_pondlib_lif_spikes_match():
-    cuba = neurons.CubaLIF(6, tau_syn=np.linspace(2e-4, 6e-4, 6), tau_mem=np.linspace(8e-4, 2e-3, 6),
-                           r=np.linspace(5, 15, 6), w_in=np.linspace(1, 3, 6), v_leak=0.1,
-                           v_threshold=1.0, dt=1e-4, reset="subtract")
+    cuba = neurons.CubaLIF(
+        6,
+        tau_syn=np.linspace(2e-4, 6e-4, 6),
+        tau_mem=np.linspace(8e-4, 2e-3, 6),
+        r=np.linspace(5, 15, 6),
+        w_in=np.linspace(1, 3, 6),
+        v_leak=0.1,
+        v_threshold=1.0,
+        dt=1e-4,
+        reset="subtract",
+    )
     lif = nn.LIF(6, **cuba.lif_equivalent())
     x = 0.8 * _spikes((3, 200, 6), 0.4, 7)
     assert bool(jnp.all(cuba(x)[0] == lif(x)[0]))
-    assert cuba.lif_equivalent() is not None and neurons.CubaLIF(
-        6, tau_syn=1e-3, tau_mem=1e-3, dt=1e-4).lif_equivalent() is None   # reset to v_reset
+    assert (
+        cuba.lif_equivalent() is not None
+        and neurons.CubaLIF(6, tau_syn=1e-3, tau_mem=1e-3, dt=1e-4).lif_equivalent() is None
+    )  # reset to v_reset
 
 
 def test_gradients_reach_imported_parameters():

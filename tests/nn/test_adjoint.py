@@ -30,6 +30,7 @@ def _x64():
         return jax.enable_x64(True)
     except (AttributeError, TypeError):  # pragma: no cover - older JAX
         from jax.experimental import enable_x64
+
         return enable_x64()
 
 
@@ -54,21 +55,30 @@ def _problem(n, k, rec, batch, seed, dtype, T=30):
     bias = jax.random.normal(ks[3], (n,), dtype) * 0.1
     w_rec = jax.random.normal(ks[4], (n, n * k), dtype) * 0.3 if rec else None
     x = jax.random.normal(ks[5], (T,) + batch + (n * k,), dtype) * 1.5
-    state0 = LIFState(jax.random.normal(ks[6], batch + (n, k), dtype) * 0.1,
-                      jax.random.normal(ks[7], batch + (n,), dtype) * 0.1,
-                      jax.random.bernoulli(ks[8], 0.3, batch + (n,)).astype(dtype))
+    state0 = LIFState(
+        jax.random.normal(ks[6], batch + (n, k), dtype) * 0.1,
+        jax.random.normal(ks[7], batch + (n,), dtype) * 0.1,
+        jax.random.bernoulli(ks[8], 0.3, batch + (n,)).astype(dtype),
+    )
     return alpha, beta, threshold, bias, w_rec, x, state0
 
 
 def _loss(fn, surrogate, terms):
     """A loss touching the outputs named in ``terms`` (the others get zero cotangents)."""
+
     def loss(alpha, beta, threshold, bias, w_rec, x, state0):
         spikes, vmem, isyn, final = fn(CAP, surrogate, alpha, beta, threshold, bias, w_rec, x, state0)
         weights = (jnp.arange(spikes.size).reshape(spikes.shape) % 3).astype(spikes.dtype)
-        out = {"spikes": jnp.sum(spikes * weights), "vmem": 0.1 * jnp.sum(vmem ** 2),
-               "isyn": 0.2 * jnp.sum(jnp.sin(isyn)), "final_vmem": 0.3 * jnp.sum(final.vmem),
-               "final_isyn": jnp.sum(final.isyn ** 2), "final_spikes": 0.5 * jnp.sum(final.spikes)}
+        out = {
+            "spikes": jnp.sum(spikes * weights),
+            "vmem": 0.1 * jnp.sum(vmem**2),
+            "isyn": 0.2 * jnp.sum(jnp.sin(isyn)),
+            "final_vmem": 0.3 * jnp.sum(final.vmem),
+            "final_isyn": jnp.sum(final.isyn**2),
+            "final_spikes": 0.5 * jnp.sum(final.spikes),
+        }
         return sum(out[t] for t in terms)
+
     return loss
 
 
@@ -111,7 +121,7 @@ def test_gradients_equal_autodiff_float64(n, k, rec, batch, terms):
         ref = jax.grad(_loss(plain_scan, surrogate, terms), argnums=argnums)(*args)
         got = jax.jit(jax.grad(_loss(adjoint.lif_scan, surrogate, terms), argnums=argnums))(*args)
         if not rec:
-            ref, got = ref[:4] + ref[5:], got[:4] + got[5:]   # no w_rec
+            ref, got = ref[:4] + ref[5:], got[:4] + got[5:]  # no w_rec
         _assert_close(ref, got, rtol=1e-10)
 
 
@@ -121,13 +131,13 @@ def test_surrogates_and_undifferentiated_input_float64(kind, rec):
     # x is not differentiated here: the adjoint then does not store dL/dx (but still needs it for
     # w_rec of a recurrent layer)
     with _x64():
-        alpha, beta, threshold, bias, w_rec, x, state0 = _problem(5, 2, rec, (2,), seed=3,
-                                                                  dtype=jnp.float64)
+        alpha, beta, threshold, bias, w_rec, x, state0 = _problem(5, 2, rec, (2,), seed=3, dtype=jnp.float64)
         surrogate = nn.Surrogate(kind, scale=3.0)
 
         def loss(fn):
             def f(alpha, beta, threshold, bias, w_rec, state0):
                 return _loss(fn, surrogate, ALL_TERMS)(alpha, beta, threshold, bias, w_rec, x, state0)
+
             return f
 
         argnums = (0, 1, 2, 3, 4, 5) if rec else (0, 1, 2, 3, 5)
@@ -159,17 +169,18 @@ def _reference_net(net, x):
         else:
             p = layer.parameters()
             state = layer.init_state(h.shape[1:-1])
-            h = plain_scan(p.max_spikes, p.surrogate, p.alpha, p.beta, p.threshold, p.bias, p.w_rec,
-                           h, state)[0]
+            h = plain_scan(p.max_spikes, p.surrogate, p.alpha, p.beta, p.threshold, p.bias, p.w_rec, h, state)[0]
     return jnp.swapaxes(h, 0, 1)
 
 
 def test_network_gradients_float32():
     k = jax.random.split(jax.random.PRNGKey(0), 6)
-    net = nn.Sequential(nn.Linear(12, 32, key=k[0], bias=True),
-                        nn.LIF((32, 16), tau_mem=0.02, tau_syn=[0.005, 0.01], has_rec=True, key=k[1]),
-                        nn.Linear(16, 5, key=k[2]),
-                        nn.LIF(5, tau_mem=0.02, tau_syn=0.01, threshold=0.5))
+    net = nn.Sequential(
+        nn.Linear(12, 32, key=k[0], bias=True),
+        nn.LIF((32, 16), tau_mem=0.02, tau_syn=[0.005, 0.01], has_rec=True, key=k[1]),
+        nn.Linear(16, 5, key=k[2]),
+        nn.LIF(5, tau_mem=0.02, tau_syn=0.01, threshold=0.5),
+    )
     x = jax.random.bernoulli(k[3], 0.3, (4, 60, 12)).astype(jnp.float32) * 2.0
     y = jax.random.randint(k[4], (4,), 0, 5)
 
@@ -188,8 +199,12 @@ def test_network_gradients_float32():
 def test_recorded_outputs_identical_with_and_without_gradients_float32():
     # the forward rule (used under jax.grad) emits exactly the values of the plain forward pass
     k = jax.random.split(jax.random.PRNGKey(2), 3)
-    net = nn.Sequential(nn.Linear(16, 64, key=k[0]), nn.LIF(64, tau_mem=0.02, tau_syn=0.01),
-                        nn.Linear(64, 16, key=k[1]), nn.LIF((16, 8), has_rec=True, key=k[2]))
+    net = nn.Sequential(
+        nn.Linear(16, 64, key=k[0]),
+        nn.LIF(64, tau_mem=0.02, tau_syn=0.01),
+        nn.Linear(64, 16, key=k[1]),
+        nn.LIF((16, 8), has_rec=True, key=k[2]),
+    )
     x = jax.random.bernoulli(k[0], 0.2, (3, 80, 16)).astype(jnp.float32) * 3.0
     plain = jax.jit(lambda n, x: n(x, record=True))(net, x)
     in_grad = jax.jit(lambda n, x: jax.vjp(lambda n: n(x, record=True), n)[0])(net, x)

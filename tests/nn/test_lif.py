@@ -29,8 +29,7 @@ def test_impulse_response_matches_closed_form():
     out, _, rec = lif(x, record=True)
     t = np.arange(T)
     np.testing.assert_allclose(rec["isyn"][:, 0, 0], x0 * b ** (t + 1), rtol=2e-5)
-    np.testing.assert_allclose(rec["vmem"][:, 0], x0 * b * (a ** (t + 1) - b ** (t + 1)) / (a - b),
-                               rtol=2e-5)
+    np.testing.assert_allclose(rec["vmem"][:, 0], x0 * b * (a ** (t + 1) - b ** (t + 1)) / (a - b), rtol=2e-5)
     assert float(out.sum()) == 0.0
 
 
@@ -73,8 +72,7 @@ def test_two_synapses_channel_layout_and_decays():
     np.testing.assert_allclose(isyn[1], isyn[0] * betas, rtol=1e-5)
     # vmem integrates the sum of both currents: t0: v = 0.5 + 1.6 = 2.1 for neuron 0
     np.testing.assert_allclose(rec["vmem"][0], [2.1, 4.35], rtol=1e-5)
-    np.testing.assert_allclose(rec["vmem"][1], [2.1 * 0.5 + 0.25 + 1.28, 4.35 * 0.5 + 0.1875 + 3.24],
-                               rtol=1e-5)
+    np.testing.assert_allclose(rec["vmem"][1], [2.1 * 0.5 + 0.25 + 1.28, 4.35 * 0.5 + 0.1875 + 3.24], rtol=1e-5)
 
 
 def test_recurrence_has_one_step_delay():
@@ -105,15 +103,18 @@ def test_per_neuron_parameters_broadcast():
     np.testing.assert_allclose(lif.threshold, [2.0, 2.0, 2.0])
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(tau_mem=-0.01), "tau_mem"),
-    (dict(tau_syn=0.0), "tau_syn"),
-    (dict(threshold=float("nan")), "threshold"),
-    (dict(dt=0.0), "dt"),
-    (dict(tau_mem=[0.01, 0.02]), "tau_mem shape"),
-    (dict(w_rec=np.zeros((3, 4))), "w_rec shape"),
-    (dict(has_rec=True), "random key"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(tau_mem=-0.01), "tau_mem"),
+        (dict(tau_syn=0.0), "tau_syn"),
+        (dict(threshold=float("nan")), "threshold"),
+        (dict(dt=0.0), "dt"),
+        (dict(tau_mem=[0.01, 0.02]), "tau_mem shape"),
+        (dict(w_rec=np.zeros((3, 4))), "w_rec shape"),
+        (dict(has_rec=True), "random key"),
+    ],
+)
 def test_bad_parameters_raise_pond_errors(kwargs, match):
     with pytest.raises(PondError, match=match):
         nn.LIF(3, **kwargs)
@@ -124,12 +125,15 @@ def test_bad_shape_is_a_graph_error():
         nn.LIF((5, 2))
 
 
-@pytest.mark.parametrize("x, match", [
-    (np.zeros((10, 4)), "input channels: got 4, expected 3"),
-    (np.zeros(10), "input shape"),
-    (np.array([[0.0, np.nan, 0.0]]), r"x\[0, 1\]"),
-    (np.array([["a", "b", "c"]]), "dtype"),
-])
+@pytest.mark.parametrize(
+    "x, match",
+    [
+        (np.zeros((10, 4)), "input channels: got 4, expected 3"),
+        (np.zeros(10), "input shape"),
+        (np.array([[0.0, np.nan, 0.0]]), r"x\[0, 1\]"),
+        (np.array([["a", "b", "c"]]), "dtype"),
+    ],
+)
 def test_bad_input_raises_simulation_error(x, match):
     with pytest.raises(SimulationError, match=match):
         nn.LIF(3)(x)

@@ -13,6 +13,15 @@ from pondlib.errors import GraphError, SimulationError
 from tests.golden import CASES, build_float_network, load_golden
 
 
+def assert_states_close(actual, desired):
+    """Float32 states summed in another order (batched vs per-sample, one scan vs two) differ by a few ulps
+    of the largest state in the trace (|v| ~ 400 here, ulp 3e-5; a small membrane is a difference of large
+    ones); a flipped spike would differ by the threshold (0.5)."""
+    desired = np.asarray(desired)
+    scale = max(1.0, float(np.abs(desired).max(initial=0.0)))
+    np.testing.assert_allclose(actual, desired, rtol=1e-5, atol=2e-6 * scale)
+
+
 def make_net(key=0, rec=True):
     k = jax.random.split(jax.random.PRNGKey(key), 5)
     return nn.Sequential(
@@ -55,9 +64,9 @@ def test_batch_equals_per_sample_loop():
         out_i, st_i, rec_i = net(x[i], record=True)
         np.testing.assert_allclose(out_b[i], out_i, rtol=1e-6, atol=1e-6)
         for key in rec_i:
-            np.testing.assert_allclose(rec_b[key][i], rec_i[key], rtol=1e-5, atol=1e-5)
+            assert_states_close(rec_b[key][i], rec_i[key])
         for a, b in zip(jax.tree_util.tree_leaves(st_b), jax.tree_util.tree_leaves(st_i)):
-            np.testing.assert_allclose(a[i], b, rtol=1e-5, atol=1e-5)
+            assert_states_close(a[i], b)
 
 
 @pytest.mark.parametrize("batched", [False, True])
@@ -70,7 +79,7 @@ def test_two_halves_equal_one_whole_run(batched):
     second, st2, _ = net(jax.lax.slice_in_dim(x, 20, 50, axis=t), state=st)
     np.testing.assert_allclose(jnp.concatenate([first, second], axis=t), whole, rtol=1e-6, atol=1e-6)
     for a, b in zip(jax.tree_util.tree_leaves(st2), jax.tree_util.tree_leaves(st_whole)):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+        assert_states_close(a, b)
 
 
 def test_unbatched_state_broadcasts_over_a_batch():
@@ -108,8 +117,10 @@ def test_size_mismatch_errors():
 
 
 def test_jit_value_and_grad_and_adam_step_on_any_composition():
-    net = nn.Sequential(nn.Linear(6, 4, key=jax.random.PRNGKey(1)),
-                        nn.LIF(4, has_rec=True, key=jax.random.PRNGKey(2), max_spikes_per_dt=3))
+    net = nn.Sequential(
+        nn.Linear(6, 4, key=jax.random.PRNGKey(1)),
+        nn.LIF(4, has_rec=True, key=jax.random.PRNGKey(2), max_spikes_per_dt=3),
+    )
     x = inputs((2, 20, 6), scale=0.5)
     opt = optax.adam(2e-3)
     opt_state = opt.init(net)

@@ -14,7 +14,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Mapping, TypeVar
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from pondlib.errors import ConfigError, GraphError
 from pondlib.graph import GraphModuleBase
@@ -24,12 +25,18 @@ __all__ = ["resolve_limits", "as_graph"]
 L = TypeVar("L")
 
 
-def _key(text: str, device: str) -> str:
-    """Normalise a variant name: lower case, without the device name, spaces, dashes, underscores."""
-    key = text.lower().replace(device.lower(), "")
-    for junk in (" ", "_", "-"):
-        key = key.replace(junk, "")
-    return key
+def _keys(text: str, device: str) -> set[str]:
+    """A variant name normalised (lower case; spaces, dashes and underscores dropped), with and without
+    the device name; an empty key never matches (``" "`` or the bare device name is not a variant)."""
+
+    def squash(s: str) -> str:
+        s = s.lower()
+        for junk in (" ", "_", "-"):
+            s = s.replace(junk, "")
+        return s
+
+    full = squash(text)
+    return {full, full.replace(squash(device), "")} - {""}
 
 
 def resolve_limits(limits: Any, table: Mapping[str, L], *, default: L, device: str) -> L:
@@ -43,12 +50,16 @@ def resolve_limits(limits: Any, table: Mapping[str, L], *, default: L, device: s
         return default
     if isinstance(limits, type(default)):
         return limits
-    wanted = _key(str(limits), device)
+    wanted = _keys(str(limits), device)
     for short, inst in table.items():
-        if wanted in (_key(short, device), _key(getattr(inst, "name", short), device)):
+        if wanted & (_keys(short, device) | _keys(str(getattr(inst, "name", short)), device)):
             return inst
-    raise ConfigError(f"unknown {device} variant", value=limits, limit=sorted(table),
-                      fix=f"pass one of the names listed or a {type(default).__name__} instance")
+    raise ConfigError(
+        f"unknown {device} variant",
+        value=limits,
+        limit=sorted(table),
+        fix=f"pass one of the names listed or a {type(default).__name__} instance",
+    )
 
 
 def as_graph(graph: Any) -> GraphModuleBase:
@@ -63,6 +74,9 @@ def as_graph(graph: Any) -> GraphModuleBase:
         g = graph.as_graph()
         if isinstance(g, GraphModuleBase):
             return g
-    raise GraphError("mapper input", value=type(graph).__name__,
-                     limit="a graph module or a pondlib.nn module with .as_graph()",
-                     fix="pass net.as_graph() or the pondlib.nn network itself")
+    raise GraphError(
+        "mapper input",
+        value=type(graph).__name__,
+        limit="a graph module or a pondlib.nn module with .as_graph()",
+        fix="pass net.as_graph() or the pondlib.nn network itself",
+    )

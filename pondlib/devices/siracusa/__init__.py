@@ -7,19 +7,16 @@ The pipeline::
     out, state, record = SiracusaSim(config).evolve(quantize_input(x, config), record=True)
     print(format_cycle_table(cycle_table(config)))           # DMA in / kernel / DMA out per layer
 
-Files: ``limits`` (the SoC as data), ``mapper`` (float layer descriptions, graph converter,
-quantization to RequantShift, the :class:`Specification`), ``config`` (integer layers and every
-constraint check), ``sim`` (bit-precise simulator), ``tiling`` (L1 tiles, L2/L3 placement, NPU
-eligibility), ``cycles`` (cycle model calibrated on the Deeploy tutorial).
+Files (the file set every device has, then Siracusa's own): ``limits`` (the SoC as data),
+``specification`` (the integer layer types and the mapper's :class:`Specification`), ``mapper``
+(float layer descriptions, graph converter, quantization to RequantShift), ``config`` (the layer
+chain and every constraint check), ``sim`` (bit-precise simulator), ``report`` (resources,
+quantization and gaps as data); ``tiling`` (L1 tiles, L2/L3 placement, NPU eligibility), ``cycles``
+(cycle model calibrated on the Deeploy tutorial).
 """
 
 from pondlib.devices.siracusa.config import (
     RULES,
-    QConv2d,
-    QGemm,
-    QLIF,
-    QRequant,
-    RequantShift,
     SiracusaConfig,
     check_constraints,
     config_from_specification,
@@ -43,9 +40,7 @@ from pondlib.devices.siracusa.mapper import (
     Conv2dLayer,
     GemmLayer,
     IntLIFLayer,
-    LayerReport,
     ReLU,
-    Specification,
     float_forward,
     layers_from_graph,
     mapper,
@@ -60,6 +55,15 @@ from pondlib.devices.siracusa.sim import (
     requant_shift,
     wrap32,
 )
+from pondlib.devices.siracusa.specification import (
+    QLIF,
+    LayerReport,
+    QConv2d,
+    QGemm,
+    QRequant,
+    RequantShift,
+    Specification,
+)
 from pondlib.devices.siracusa.tiling import (
     Placement,
     TilePlan,
@@ -70,13 +74,52 @@ from pondlib.devices.siracusa.tiling import (
 )
 
 __all__ = [
-    "SiracusaLimits", "SIRACUSA", "LIMITS", "get_limits",
-    "GemmLayer", "Conv2dLayer", "ReLU", "IntLIFLayer", "layers_from_graph", "float_forward",
-    "requant_from_scale", "mapper", "Specification", "LayerReport",
-    "RequantShift", "QGemm", "QConv2d", "QRequant", "QLIF", "SiracusaConfig", "RULES",
-    "check_constraints", "validate_config", "config_from_specification", "layer_ranges",
-    "SiracusaSim", "wrap32", "requant_shift", "gemm_acc", "conv2d_acc", "lif_step", "quantize_input",
-    "TilePlan", "plan_layer", "plan_tiles", "Placement", "place_memory", "npu_eligibility",
-    "CycleParams", "DEFAULT_CYCLES", "TUTORIAL_ANCHORS", "LayerCycles", "layer_cycles", "cycle_table",
-    "format_cycle_table", "eltwise_cycles", "leaky_relu_series", "decoder_proxy",
+    "SiracusaLimits",
+    "SIRACUSA",
+    "LIMITS",
+    "get_limits",
+    "GemmLayer",
+    "Conv2dLayer",
+    "ReLU",
+    "IntLIFLayer",
+    "layers_from_graph",
+    "float_forward",
+    "requant_from_scale",
+    "mapper",
+    "Specification",
+    "LayerReport",
+    "RequantShift",
+    "QGemm",
+    "QConv2d",
+    "QRequant",
+    "QLIF",
+    "SiracusaConfig",
+    "RULES",
+    "check_constraints",
+    "validate_config",
+    "config_from_specification",
+    "layer_ranges",
+    "SiracusaSim",
+    "wrap32",
+    "requant_shift",
+    "gemm_acc",
+    "conv2d_acc",
+    "lif_step",
+    "quantize_input",
+    "TilePlan",
+    "plan_layer",
+    "plan_tiles",
+    "Placement",
+    "place_memory",
+    "npu_eligibility",
+    "CycleParams",
+    "DEFAULT_CYCLES",
+    "TUTORIAL_ANCHORS",
+    "LayerCycles",
+    "layer_cycles",
+    "cycle_table",
+    "format_cycle_table",
+    "eltwise_cycles",
+    "leaky_relu_series",
+    "decoder_proxy",
 ]

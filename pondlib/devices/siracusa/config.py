@@ -1,4 +1,4 @@
-r"""Integer layers of a Siracusa deployment, the configuration that holds them, and every constraint check.
+r"""The configuration of a Siracusa deployment (its integer layers in order) and every constraint check.
 
 Every layer's integer core is **RequantShift** (``docs/TARGETS.md``), per channel ``o``:
 
@@ -12,7 +12,8 @@ Every layer's integer core is **RequantShift** (``docs/TARGETS.md``), per channe
 with ``div = 2^s`` an exact power of two, ``[lo, hi] = [-2^{b-1}, 2^{b-1}-1]`` (signed) or
 ``[0, 2^b - 1]`` (unsigned: a ReLU is a RequantShift with an unsigned output).
 
-Layers (all integer arrays stored as ``int64``, wider than the chip, so an out-of-range value stays
+Layers (types in :mod:`~pondlib.devices.siracusa.specification`; all integer arrays stored as ``int64``,
+wider than the chip, so an out-of-range value stays
 representable and is *reported* by :func:`check_constraints`; nothing is wrapped or clipped when a
 configuration is built):
 
@@ -47,22 +48,35 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 from pondlib.devices.core.intmath import int_range
 from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
+from pondlib.devices.siracusa.specification import (
+    COMPARISONS,
+    QLIF,
+    RESET_MODES,
+    SIZE_MAX,
+    QConv2d,
+    QGemm,
+    QRequant,
+    RequantShift,
+)
+from pondlib.devices.siracusa.tiling import ROWS_MAX, npu_eligibility, place_memory, plan_tiles
 from pondlib.errors import ConfigError, Violation
+from pondlib.validate import check_bool, check_float, check_int, check_type
 
 __all__ = [
-    "RequantShift", "QGemm", "QConv2d", "QRequant", "QLIF", "QLayer", "SiracusaConfig",
-    "LayerRange", "layer_ranges", "check_constraints", "validate_config", "config_from_specification",
-    "RULES", "RESET_MODES", "COMPARISONS",
+    "SiracusaConfig",
+    "LayerRange",
+    "layer_ranges",
+    "check_constraints",
+    "validate_config",
+    "config_from_specification",
+    "RULES",
 ]
-
-RESET_MODES = ("subtract", "zero")
-COMPARISONS = (">=", ">")
 
 #: Every rule :func:`check_constraints` checks: rule id -> what it requires.
 RULES: dict[str, str] = {
@@ -87,217 +101,6 @@ RULES: dict[str, str] = {
 }
 
 _I32_LO, _I32_HI = int_range(32)
-
-
-def _i64(value: Any, name: str, where: str) -> np.ndarray:
-    """A read-only int64 copy; floats must hold integers (never rounded here)."""
-    arr = np.array(value, copy=True)
-    if arr.dtype.kind == "f":
-        if not (np.all(np.isfinite(arr)) and np.array_equal(arr, np.rint(arr))
-                and np.all(np.abs(arr) < 2.0 ** 62)):
-            raise ConfigError(f"{name} holds non-integer values", value=arr.ravel()[:4].tolist(),
-                              limit="integers", where=where, fix="round/quantize before building the layer")
-        arr = arr.astype(np.int64)
-    elif arr.dtype.kind in "biu":
-        arr = arr.astype(np.int64)
-    else:
-        raise ConfigError(f"{name} is not numeric", value=str(arr.dtype), limit="an integer array",
-                          where=where, fix="pass integer arrays")
-    arr.setflags(write=False)
-    return arr
-
-
-@dataclass(frozen=True)
-class RequantShift:
-    """RequantShift parameters; ``mul``/``add`` are scalars (per tensor) or (O,) (per channel).
-
-    Attributes:
-        mul: int32 multiplier(s).
-        add: int32 addend(s) (already scaled by ``div``; folds biases and rounding offsets).
-        div: the divisor ``2^shift`` (must be an exact power of two).
-        out_bits: output width ``b``.
-        signed: signed output ``[-2^(b-1), 2^(b-1)-1]``; unsigned ``[0, 2^b - 1]`` (ReLU).
-        in_offset: added to the input before the multiplication (0 for symmetric activations).
-
-    Example:
-        >>> rq = RequantShift(mul=1, add=0, div=2)
-        >>> rq.shift, rq.out_range, rq.per_channel
-        (1, (-128, 127), False)
-    """
-
-    mul: Any
-    add: Any = 0
-    div: int = 1
-    out_bits: int = 8
-    signed: bool = True
-    in_offset: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mul", _i64(self.mul, "mul", "RequantShift"))
-        object.__setattr__(self, "add", _i64(self.add, "add", "RequantShift"))
-        object.__setattr__(self, "div", int(self.div))
-        object.__setattr__(self, "out_bits", int(self.out_bits))
-        object.__setattr__(self, "signed", bool(self.signed))
-        object.__setattr__(self, "in_offset", int(self.in_offset))
-
-    @property
-    def shift(self) -> int:
-        """``log2(div)`` (rounded down when div is not a power of two; that is reported, not used)."""
-        return max(int(self.div).bit_length() - 1, 0)
-
-    @property
-    def out_range(self) -> tuple[int, int]:
-        """Inclusive output range (the clamp bounds)."""
-        return int_range(self.out_bits, self.signed)
-
-    @property
-    def per_channel(self) -> bool:
-        """True when ``mul`` or ``add`` holds one value per channel."""
-        return self.mul.ndim > 0 or self.add.ndim > 0
-
-
-@dataclass(frozen=True)
-class QGemm:
-    """``acc[m, o] = wrap32(sum_k x[m, k] * weight[k, o] + bias[o])`` then ``requant`` (or raw acc)."""
-
-    name: str
-    weight: Any
-    bias: Any = None
-    requant: RequantShift | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "weight", _i64(self.weight, "weight", self.name))
-        if self.bias is not None:
-            object.__setattr__(self, "bias", _i64(self.bias, "bias", self.name))
-
-    @property
-    def n_in(self) -> int:
-        return int(self.weight.shape[0])
-
-    @property
-    def n_out(self) -> int:
-        return int(self.weight.shape[1])
-
-    @property
-    def macs(self) -> int:
-        """Multiply-accumulates per input row."""
-        return int(self.weight.size)
-
-
-@dataclass(frozen=True)
-class QConv2d:
-    """NHWC convolution (cross-correlation) with zero padding, then ``requant``.
-
-    ``in_shape = (H, W, C)``; ``weight`` (kh, kw, C / groups, O); output (H_o, W_o, O) with
-    ``H_o = (H + 2 p - kh) // stride + 1``. Input and output are flattened in HWC order.
-    """
-
-    name: str
-    weight: Any
-    in_shape: tuple[int, int, int]
-    bias: Any = None
-    requant: RequantShift | None = None
-    stride: int = 1
-    padding: int = 0
-    groups: int = 1
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "weight", _i64(self.weight, "weight", self.name))
-        if self.bias is not None:
-            object.__setattr__(self, "bias", _i64(self.bias, "bias", self.name))
-        object.__setattr__(self, "in_shape", tuple(int(v) for v in self.in_shape))
-
-    @property
-    def out_shape(self) -> tuple[int, int, int]:
-        h, w, _c = self.in_shape
-        kh, kw = self.weight.shape[:2]
-        return ((h + 2 * self.padding - kh) // self.stride + 1,
-                (w + 2 * self.padding - kw) // self.stride + 1, int(self.weight.shape[3]))
-
-    @property
-    def n_in(self) -> int:
-        return int(np.prod(self.in_shape))
-
-    @property
-    def n_out(self) -> int:
-        return int(np.prod(self.out_shape))
-
-    @property
-    def depthwise(self) -> bool:
-        return self.groups > 1 and self.groups == self.in_shape[2] == self.weight.shape[3]
-
-    @property
-    def macs(self) -> int:
-        ho, wo, o = self.out_shape
-        kh, kw, cg, _ = self.weight.shape
-        return int(ho * wo * o * kh * kw * cg)
-
-
-@dataclass(frozen=True)
-class QRequant:
-    """A stand-alone RequantShift over ``n`` values (channel = last index modulo the parameter size)."""
-
-    name: str
-    n: int
-    requant: RequantShift
-
-    @property
-    def n_in(self) -> int:
-        return int(self.n)
-
-    @property
-    def n_out(self) -> int:
-        return int(self.n)
-
-
-@dataclass(frozen=True)
-class QLIF:
-    """Integer LIF from the RequantShift primitive (per neuron ``n``, one step)::
-
-        t  = wrap32(wrap32(v * beta_mul) + wrap32(I * in_mul))
-        t  = wrap32(t + add);  t = wrap32(t + 2^(shift-1)) if shift > 0      (round half up)
-        v  = clamp(t >> shift, state range)                                  (arithmetic shift, saturate)
-        z  = v >= threshold   (or v > threshold)
-        v  = v - threshold (reset="subtract") or 0 (reset="zero") where z    (cannot wrap: 1 <= thr <= v)
-
-    ``I`` is the previous layer's integer output (typically a raw int32 GEMM accumulator). The
-    output is the spike vector ``z`` (0/1).
-    """
-
-    name: str
-    beta_mul: Any
-    in_mul: Any
-    add: Any
-    shift: int
-    threshold: Any
-    state_bits: int = 16
-    reset: str = "subtract"
-    compare: str = ">="
-
-    def __post_init__(self) -> None:
-        for key in ("beta_mul", "in_mul", "add", "threshold"):
-            object.__setattr__(self, key, _i64(getattr(self, key), key, self.name))
-        object.__setattr__(self, "shift", int(self.shift))
-        object.__setattr__(self, "state_bits", int(self.state_bits))
-
-    @property
-    def n(self) -> int:
-        return int(self.threshold.size)
-
-    @property
-    def n_in(self) -> int:
-        return self.n
-
-    @property
-    def n_out(self) -> int:
-        return self.n
-
-    @property
-    def state_range(self) -> tuple[int, int]:
-        return int_range(self.state_bits, True)
-
-
-QLayer = Union[QGemm, QConv2d, QRequant, QLIF]
 
 
 @dataclass(frozen=True)
@@ -332,8 +135,78 @@ class SiracusaConfig:
     limits_name: str = "siracusa"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layers", tuple(self.layers))
+        """Field types and ranges checked (ConfigError naming the field); the chip's design rules are
+        :func:`check_constraints`' job."""
+        where = "SiracusaConfig"
+        err = ConfigError
+        if isinstance(self.layers, (str, bytes)) or not isinstance(self.layers, (tuple, list)):
+            raise err(
+                "layers",
+                value=f"a {type(self.layers).__name__}",
+                limit="a tuple of integer layers",
+                where=where,
+                fix="pass (QGemm(...), QLIF(...), ...)",
+            )
+        layers = tuple(self.layers)
+        for i, layer in enumerate(layers):
+            check_type(
+                layer,
+                f"layers[{i}]",
+                (QGemm, QConv2d, QRequant, QLIF),
+                where=where,
+                error=err,
+                fix="build layers with QGemm, QConv2d, QRequant or QLIF",
+            )
+        names = [layer.name for layer in layers]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise err(
+                "layer names",
+                value=dup,
+                limit="each name once",
+                where=where,
+                fix="give every layer its own name (placement and reports are by name)",
+            )
+        object.__setattr__(self, "layers", layers)
+        object.__setattr__(
+            self, "n_input", check_int(self.n_input, "n_input", lo=1, hi=SIZE_MAX, where=where, error=err)
+        )
+        object.__setattr__(
+            self, "input_bits", check_int(self.input_bits, "input_bits", lo=1, hi=32, where=where, error=err)
+        )
+        object.__setattr__(self, "input_signed", check_bool(self.input_signed, "input_signed", where=where, error=err))
+        for key in ("input_scale", "output_scale"):
+            value = check_float(getattr(self, key), key, lo=0.0, lo_open=True, where=where, error=err)
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "rows", check_int(self.rows, "rows", lo=1, hi=ROWS_MAX, where=where, error=err))
+        object.__setattr__(
+            self, "buffering", check_int(self.buffering, "buffering", lo=1, hi=2, where=where, error=err)
+        )
+        if self.l1_budget is not None:
+            object.__setattr__(self, "l1_budget", check_int(self.l1_budget, "l1_budget", lo=1, where=where, error=err))
+        if isinstance(self.npu_layers, (str, bytes)) or not isinstance(self.npu_layers, (tuple, list)):
+            raise err(
+                "npu_layers",
+                value=f"a {type(self.npu_layers).__name__}",
+                limit="a tuple of layer names",
+                where=where,
+                fix="pass e.g. npu_layers=('fc1',)",
+            )
+        unknown = [n for n in self.npu_layers if n not in names]
+        if unknown:
+            raise err(
+                "npu_layers",
+                value=unknown,
+                limit=f"names of layers {names}",
+                where=where,
+                fix="name layers of this configuration",
+            )
         object.__setattr__(self, "npu_layers", tuple(self.npu_layers))
+        object.__setattr__(
+            self, "use_weight_memory", check_bool(self.use_weight_memory, "use_weight_memory", where=where, error=err)
+        )
+        check_type(self.limits_name, "limits_name", str, where=where, error=err)
+        get_limits(self.limits_name)  # an unknown variant: ConfigError listing the known ones
 
     @property
     def input_range(self) -> tuple[int, int]:
@@ -343,7 +216,7 @@ class SiracusaConfig:
     def n_output(self) -> int:
         return self.layers[-1].n_out if self.layers else self.n_input
 
-    def replace(self, **changes: Any) -> "SiracusaConfig":
+    def replace(self, **changes: Any) -> SiracusaConfig:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
 
@@ -368,8 +241,12 @@ class LayerRange:
 
 
 def _weight_bounds(w2: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact bounds of ``sum_k x_k w[k, o]`` for ``x`` in the box [lo, hi]^K (Python-int exact in int64:
-    |w| < 2^7 and |x| < 2^8 so the sum stays far below 2^62 for any realistic K)."""
+    """Exact bounds of ``sum_k x_k w[k, o]`` for ``x`` in the box [lo, hi]^K: in int64 when the worst
+    case ``K max|w| max|x|`` stays below 2^62 (int8 weights and 8-bit inputs always do), else in Python
+    integers (object arrays), so an invalid layer's bound is still exact, never wrapped."""
+    wmax = int(np.max(np.abs(w2))) if w2.size else 0
+    if w2.shape[0] * wmax * max(abs(int(lo)), abs(int(hi))) >= 2**62:
+        w2 = w2.astype(object)
     a, b = w2 * lo, w2 * hi
     return np.minimum(a, b).sum(axis=0), np.maximum(a, b).sum(axis=0)
 
@@ -390,10 +267,15 @@ def layer_ranges(config: SiracusaConfig) -> list[LayerRange]:
             w2 = layer.weight.reshape(-1, layer.weight.shape[-1])
             a_lo, a_hi = _weight_bounds(w2, lo, hi)
             if layer.bias is not None and layer.bias.shape == a_lo.shape:
-                a_lo, a_hi = a_lo + layer.bias, a_hi + layer.bias
+                bias = (
+                    layer.bias.astype(object)
+                    if a_lo.dtype == object or np.any(np.abs(layer.bias) >= 2**61)
+                    else (layer.bias)
+                )
+                a_lo, a_hi = a_lo + bias, a_hi + bias
             if layer.requant is not None:
                 o_lo, o_hi = layer.requant.out_range
-            else:   # the raw accumulator is emitted; after wrap32 it is within int32 in any case
+            else:  # the raw accumulator is emitted; after wrap32 it is within int32 in any case
                 o_lo, o_hi = max(int(a_lo.min()), _I32_LO), min(int(a_hi.max()), _I32_HI)
         elif isinstance(layer, QRequant):
             a_lo, a_hi = np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64)
@@ -402,9 +284,13 @@ def layer_ranges(config: SiracusaConfig) -> list[LayerRange]:
             a_lo, a_hi = np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64)
             o_lo, o_hi = 0, 1
         else:
-            raise ConfigError("unknown layer type", value=type(layer).__name__,
-                              limit="QGemm, QConv2d, QRequant or QLIF", where="SiracusaConfig.layers",
-                              fix="build layers with the types of pondlib.devices.siracusa.config")
+            raise ConfigError(
+                "unknown layer type",
+                value=type(layer).__name__,
+                limit="QGemm, QConv2d, QRequant or QLIF",
+                where="SiracusaConfig.layers",
+                fix="build layers with the types of pondlib.devices.siracusa.config",
+            )
         out.append(LayerRange(lo, hi, a_lo, a_hi, o_lo, o_hi))
         lo, hi = o_lo, o_hi
     return out
@@ -421,24 +307,43 @@ def _outside_i32(lo: int, hi: int) -> bool:
     return lo < _I32_LO or hi > _I32_HI
 
 
-def _requant_checks(name: str, rq: RequantShift, x_lo: Any, x_hi: Any, lim: SiracusaLimits,
-                    add: list[Violation]) -> None:
+def _requant_checks(
+    name: str, rq: RequantShift, x_lo: Any, x_hi: Any, lim: SiracusaLimits, add: list[Violation]
+) -> None:
     """RequantShift parameter and overflow rules; ``x_lo/x_hi`` bound its input (per channel)."""
     for key in ("mul", "add"):
         arr = getattr(rq, key)
         if arr.size and (int(arr.min()) < _I32_LO or int(arr.max()) > _I32_HI):
-            add.append(Violation(f"{key}_range", name, int(arr.flat[np.argmax(np.abs(arr))]),
-                                 "int32", f"choose a smaller shift so that {key} fits int32"))
+            add.append(
+                Violation(
+                    f"{key}_range",
+                    name,
+                    int(arr.flat[np.argmax(np.abs(arr))]),
+                    "int32",
+                    f"choose a smaller shift so that {key} fits int32",
+                )
+            )
     div = rq.div
     if div < 1 or div & (div - 1):
-        add.append(Violation("div_power_of_two", name, div, "an exact power of two 2^s",
-                             "RequantShift divides by a shift: use div = 2^s and rescale mul/add"))
+        add.append(
+            Violation(
+                "div_power_of_two",
+                name,
+                div,
+                "an exact power of two 2^s",
+                "RequantShift divides by a shift: use div = 2^s and rescale mul/add",
+            )
+        )
     elif rq.shift > lim.shift_max:
-        add.append(Violation("shift_range", name, rq.shift, f"0..{lim.shift_max}",
-                             f"use div <= 2^{lim.shift_max} and scale mul down"))
+        add.append(
+            Violation(
+                "shift_range", name, rq.shift, f"0..{lim.shift_max}", f"use div <= 2^{lim.shift_max} and scale mul down"
+            )
+        )
     if not 1 <= rq.out_bits <= lim.act_bits:
-        add.append(Violation("out_bits", name, rq.out_bits, f"1..{lim.act_bits}",
-                             f"requantize to at most {lim.act_bits} bits"))
+        add.append(
+            Violation("out_bits", name, rq.out_bits, f"1..{lim.act_bits}", f"requantize to at most {lim.act_bits} bits")
+        )
     # Overflow freedom over the value range: every intermediate of the documented sequence must stay
     # inside int32, else the hardware silently wraps. Products are linear in x: extremes at the ends.
     # Python integers (object arrays): exact even where an invalid layer would overflow int64.
@@ -456,14 +361,21 @@ def _requant_checks(name: str, rq: RequantShift, x_lo: Any, x_hi: Any, lim: Sira
     for label, s_lo, s_hi in stages:
         lo, hi = _span([s_lo, s_hi])
         if _outside_i32(lo, hi):
-            add.append(Violation("requant_overflow", name, f"{label} in [{lo}, {hi}]",
-                                 f"int32 [{_I32_LO}, {_I32_HI}]",
-                                 "use a smaller mul (a smaller shift) or narrower weights/inputs"))
+            add.append(
+                Violation(
+                    "requant_overflow",
+                    name,
+                    f"{label} in [{lo}, {hi}]",
+                    f"int32 [{_I32_LO}, {_I32_HI}]",
+                    "use a smaller mul (a smaller shift) or narrower weights/inputs",
+                )
+            )
             break
 
 
-def check_constraints(config: SiracusaConfig, limits: "SiracusaLimits | str | None" = None,
-                      *, plans: Any = None, placement: Any = None) -> list[Violation]:
+def check_constraints(
+    config: SiracusaConfig, limits: SiracusaLimits | str | None = None, *, plans: Any = None, placement: Any = None
+) -> list[Violation]:
     """Every constraint violation of ``config`` (all of them, in layer order, never the first only).
 
     Checks (rule ids in :data:`RULES`): shapes; int8 weights, int32 biases; int32 overflow freedom of
@@ -472,9 +384,7 @@ def check_constraints(config: SiracusaConfig, limits: "SiracusaLimits | str | No
     L1 tile fit; L2/L3 fit; NPU eligibility of the layers sent to the NPU. ``plans``/``placement``
     may be passed when already computed (see :mod:`pondlib.devices.siracusa.tiling`).
     """
-    # tiling imports the layer types from this module: imported here to avoid the cycle.
-    from pondlib.devices.siracusa.tiling import npu_eligibility, place_memory, plan_tiles
-
+    check_type(config, "config", SiracusaConfig, where="check_constraints", error=ConfigError)
     lim = get_limits(limits if limits is not None else config.limits_name)
     found: list[Violation] = []
     add = found
@@ -485,20 +395,36 @@ def check_constraints(config: SiracusaConfig, limits: "SiracusaLimits | str | No
     for layer in config.layers:
         if layer.n_in != n_prev:
             shapes_ok = False
-            add.append(Violation("layer_shape", layer.name, f"{layer.n_in} inputs",
-                                 f"{n_prev} (the previous layer's outputs)",
-                                 "make consecutive layer sizes agree"))
+            add.append(
+                Violation(
+                    "layer_shape",
+                    layer.name,
+                    f"{layer.n_in} inputs",
+                    f"{n_prev} (the previous layer's outputs)",
+                    "make consecutive layer sizes agree",
+                )
+            )
         n_prev = layer.n_out
-        if isinstance(layer, QConv2d) and (layer.weight.ndim != 4 or layer.in_shape[2] !=
-                                           layer.weight.shape[2] * layer.groups):
+        if isinstance(layer, QConv2d) and (
+            layer.weight.ndim != 4 or layer.in_shape[2] != layer.weight.shape[2] * layer.groups
+        ):
             shapes_ok = False
-            add.append(Violation("layer_shape", layer.name, f"weight {layer.weight.shape}",
-                                 f"(kh, kw, C/groups, O) with C = {layer.in_shape[2]}",
-                                 "pass HWIO weights matching in_shape and groups"))
+            add.append(
+                Violation(
+                    "layer_shape",
+                    layer.name,
+                    f"weight {layer.weight.shape}",
+                    f"(kh, kw, C/groups, O) with C = {layer.in_shape[2]}",
+                    "pass HWIO weights matching in_shape and groups",
+                )
+            )
         if isinstance(layer, QGemm) and layer.weight.ndim != 2:
             shapes_ok = False
-            add.append(Violation("layer_shape", layer.name, f"weight {layer.weight.shape}", "(K, O)",
-                                 "pass a 2-D (K, O) weight"))
+            add.append(
+                Violation(
+                    "layer_shape", layer.name, f"weight {layer.weight.shape}", "(K, O)", "pass a 2-D (K, O) weight"
+                )
+            )
     if not shapes_ok:
         return found
 
@@ -507,17 +433,40 @@ def check_constraints(config: SiracusaConfig, limits: "SiracusaLimits | str | No
         if isinstance(layer, (QGemm, QConv2d)):
             w = layer.weight
             if w.size and (int(w.min()) < w_lo or int(w.max()) > w_hi):
-                add.append(Violation("weight_range", name, int(w.flat[np.argmax(np.abs(w))]),
-                                     f"[{w_lo}, {w_hi}]", "quantize weights to int8"))
-            if layer.bias is not None and layer.bias.size and (
-                    int(layer.bias.min()) < b_lo or int(layer.bias.max()) > b_hi):
-                add.append(Violation("bias_range", name, int(layer.bias.flat[np.argmax(np.abs(layer.bias))]),
-                                     "int32", "fold the bias into the RequantShift add instead"))
+                add.append(
+                    Violation(
+                        "weight_range",
+                        name,
+                        int(w.flat[np.argmax(np.abs(w))]),
+                        f"[{w_lo}, {w_hi}]",
+                        "quantize weights to int8",
+                    )
+                )
+            if (
+                layer.bias is not None
+                and layer.bias.size
+                and (int(layer.bias.min()) < b_lo or int(layer.bias.max()) > b_hi)
+            ):
+                add.append(
+                    Violation(
+                        "bias_range",
+                        name,
+                        int(layer.bias.flat[np.argmax(np.abs(layer.bias))]),
+                        "int32",
+                        "fold the bias into the RequantShift add instead",
+                    )
+                )
             lo, hi = _span([rng.acc_lo, rng.acc_hi])
             if _outside_i32(lo, hi):
-                add.append(Violation("acc_overflow", name, f"accumulator in [{lo}, {hi}]",
-                                     f"int32 [{_I32_LO}, {_I32_HI}]",
-                                     "reduce K, the weight magnitudes or the input range"))
+                add.append(
+                    Violation(
+                        "acc_overflow",
+                        name,
+                        f"accumulator in [{lo}, {hi}]",
+                        f"int32 [{_I32_LO}, {_I32_HI}]",
+                        "reduce K, the weight magnitudes or the input range",
+                    )
+                )
             if layer.requant is not None:
                 _requant_checks(name, layer.requant, rng.acc_lo, rng.acc_hi, lim, add)
         elif isinstance(layer, QRequant):
@@ -532,22 +481,41 @@ def check_constraints(config: SiracusaConfig, limits: "SiracusaLimits | str | No
             o = layer.n_out
             q = lim.gemm_chunk_quantum
             if o >= q and o % q:
-                add.append(Violation("gemm_chunk", name_of(layer), f"O = {o}",
-                                     f"a multiple of {q} when O >= {q} (per-core chunk ceil(O/"
-                                     f"{lim.n_cores}) even)",
-                                     f"pad the layer to {-(-o // q) * q} outputs (zero weights)"))
+                add.append(
+                    Violation(
+                        "gemm_chunk",
+                        name_of(layer),
+                        f"O = {o}",
+                        f"a multiple of {q} when O >= {q} (per-core chunk ceil(O/{lim.n_cores}) even)",
+                        f"pad the layer to {-(-o // q) * q} outputs (zero weights)",
+                    )
+                )
     for plan in plans:
         if not plan.fits:
-            add.append(Violation("l1_tile_fit", plan.layer, f"{plan.min_bytes} B for the smallest tile",
-                                 f"{plan.budget} B L1 tile budget", plan.reason))
+            add.append(
+                Violation(
+                    "l1_tile_fit",
+                    plan.layer,
+                    f"{plan.min_bytes} B for the smallest tile",
+                    f"{plan.budget} B L1 tile budget",
+                    plan.reason,
+                )
+            )
     placement = placement if placement is not None else place_memory(config, lim)
     found.extend(placement.violations)
     for layer in config.layers:
         if layer.name in npu:
             ok, why = npu_eligibility(layer, lim)
             if not ok:
-                add.append(Violation("npu_required", layer.name, why, "an NPU-eligible layer",
-                                     "run this layer on the cluster (remove it from npu_layers)"))
+                add.append(
+                    Violation(
+                        "npu_required",
+                        layer.name,
+                        why,
+                        "an NPU-eligible layer",
+                        "run this layer on the cluster (remove it from npu_layers)",
+                    )
+                )
     return found
 
 
@@ -558,67 +526,104 @@ def name_of(layer: Any) -> str:
 def _lif_checks(layer: QLIF, rng: LayerRange, lim: SiracusaLimits, add: list[Violation]) -> None:
     name = layer.name
     n = layer.n
-    if not 2 <= layer.state_bits <= lim.state_bits_max or layer.reset not in RESET_MODES or \
-            layer.compare not in COMPARISONS:
-        add.append(Violation("lif_options", name,
-                             f"state_bits={layer.state_bits}, reset={layer.reset!r}, compare={layer.compare!r}",
-                             f"state_bits 2..{lim.state_bits_max}, reset in {RESET_MODES}, compare in "
-                             f"{COMPARISONS}", "use the documented options"))
+    if (
+        not 2 <= layer.state_bits <= lim.state_bits_max
+        or layer.reset not in RESET_MODES
+        or layer.compare not in COMPARISONS
+    ):
+        add.append(
+            Violation(
+                "lif_options",
+                name,
+                f"state_bits={layer.state_bits}, reset={layer.reset!r}, compare={layer.compare!r}",
+                f"state_bits 2..{lim.state_bits_max}, reset in {RESET_MODES}, compare in {COMPARISONS}",
+                "use the documented options",
+            )
+        )
         return
     for key in ("beta_mul", "in_mul", "add"):
         arr = getattr(layer, key)
-        if arr.shape not in ((), (n,)):
-            add.append(Violation("layer_shape", name, f"{key} shape {arr.shape}", f"() or ({n},)",
-                                 f"pass {key} per neuron or as a scalar"))
+        if arr.shape not in ((), (1,), (n,)):
+            add.append(
+                Violation(
+                    "layer_shape",
+                    name,
+                    f"{key} shape {arr.shape}",
+                    f"(), (1,) or ({n},)",
+                    f"pass {key} per neuron or as a scalar",
+                )
+            )
             return
     if not 0 <= layer.shift <= lim.shift_max:
-        add.append(Violation("shift_range", name, layer.shift, f"0..{lim.shift_max}",
-                             "use a smaller shift and smaller multipliers"))
+        add.append(
+            Violation(
+                "shift_range", name, layer.shift, f"0..{lim.shift_max}", "use a smaller shift and smaller multipliers"
+            )
+        )
         return
     s_lo, s_hi = layer.state_range
     thr = layer.threshold
     if int(thr.min()) < 1 or int(thr.max()) > s_hi:
-        add.append(Violation("lif_threshold", name, int(thr.min()) if int(thr.min()) < 1 else int(thr.max()),
-                             f"1..{s_hi}", "rescale the state so the threshold fits the state width"))
+        add.append(
+            Violation(
+                "lif_threshold",
+                name,
+                int(thr.min()) if int(thr.min()) < 1 else int(thr.max()),
+                f"1..{s_hi}",
+                "rescale the state so the threshold fits the state width",
+            )
+        )
     # Every intermediate of the LIF update must stay inside int32 (each one wraps on the cores).
     # Python integers (object arrays): exact even where an invalid layer would overflow int64.
     zero = np.zeros(n, dtype=np.int64).astype(object)
-    beta, in_mul, add_ = (layer.beta_mul.astype(object), layer.in_mul.astype(object),
-                          layer.add.astype(object))
+    beta, in_mul, add_ = (layer.beta_mul.astype(object), layer.in_mul.astype(object), layer.add.astype(object))
     v_terms = np.stack([zero + s_lo * beta, zero + s_hi * beta])
     i_terms = np.stack([zero + rng.in_lo * in_mul, zero + rng.in_hi * in_mul])
     v_lo, v_hi = v_terms.min(axis=0), v_terms.max(axis=0)
     i_lo, i_hi = i_terms.min(axis=0), i_terms.max(axis=0)
     rnd = (1 << (layer.shift - 1)) if layer.shift > 0 else 0
-    stages = [("v * beta_mul", v_lo, v_hi), ("I * in_mul", i_lo, i_hi),
-              ("v*beta_mul + I*in_mul", v_lo + i_lo, v_hi + i_hi),
-              ("... + add", v_lo + i_lo + add_, v_hi + i_hi + add_),
-              ("... + 2^(s-1)", v_lo + i_lo + add_ + rnd, v_hi + i_hi + add_ + rnd)]
+    stages = [
+        ("v * beta_mul", v_lo, v_hi),
+        ("I * in_mul", i_lo, i_hi),
+        ("v*beta_mul + I*in_mul", v_lo + i_lo, v_hi + i_hi),
+        ("... + add", v_lo + i_lo + add_, v_hi + i_hi + add_),
+        ("... + 2^(s-1)", v_lo + i_lo + add_ + rnd, v_hi + i_hi + add_ + rnd),
+    ]
     for label, lo_, hi_ in stages:
         lo, hi = _span([lo_, hi_])
         if _outside_i32(lo, hi):
-            add.append(Violation("lif_overflow", name, f"{label} in [{lo}, {hi}]",
-                                 f"int32 [{_I32_LO}, {_I32_HI}]",
-                                 "use a smaller shift (smaller multipliers) or a narrower state"))
+            add.append(
+                Violation(
+                    "lif_overflow",
+                    name,
+                    f"{label} in [{lo}, {hi}]",
+                    f"int32 [{_I32_LO}, {_I32_HI}]",
+                    "use a smaller shift (smaller multipliers) or a narrower state",
+                )
+            )
             break
 
 
-def validate_config(config: SiracusaConfig, limits: "SiracusaLimits | str | None" = None) -> list[str]:
+def validate_config(config: SiracusaConfig, limits: SiracusaLimits | str | None = None) -> list[str]:
     """Every problem of ``config`` as text (``[]`` when valid); see :func:`check_constraints`."""
     if not isinstance(config, SiracusaConfig):
         return [f"not a SiracusaConfig: got {type(config).__name__}"]
     return [str(v) for v in check_constraints(config, limits)]
 
 
-def config_from_specification(spec: Any, limits: "SiracusaLimits | str | None" = None
-                              ) -> tuple[SiracusaConfig, bool, str]:
+def config_from_specification(
+    spec: Any, limits: SiracusaLimits | str | None = None
+) -> tuple[SiracusaConfig, bool, str]:
     """``(config, is_valid, message)`` from a :class:`~pondlib.devices.siracusa.mapper.Specification`
     (its ``config``) or a :class:`SiracusaConfig`; ``message`` lists every problem, or ``"valid"``."""
     config = spec if isinstance(spec, SiracusaConfig) else getattr(spec, "config", None)
     if not isinstance(config, SiracusaConfig):
-        raise ConfigError("not a Siracusa specification", value=type(spec).__name__,
-                          limit="a Specification from siracusa.mapper or a SiracusaConfig",
-                          fix="map the network with pondlib.devices.siracusa.mapper first")
+        raise ConfigError(
+            "not a Siracusa specification",
+            value=type(spec).__name__,
+            limit="a Specification from siracusa.mapper or a SiracusaConfig",
+            fix="map the network with pondlib.devices.siracusa.mapper first",
+        )
     problems = validate_config(config, limits)
     if problems:
         return config, False, ConfigError(problems=problems).what

@@ -32,6 +32,16 @@ mapper defines its own), or a graph / ``pondlib.nn`` network of ``LinearWeights`
 (:data:`MAPPER_RULES`) is checked and *all* violations are raised together in one
 :class:`~pondlib.errors.ConstraintError` (``check=False`` returns them in ``spec.violations``).
 
+**Malformed input** is refused before any arithmetic, with the error naming the field: the layer
+constructors raise :class:`~pondlib.errors.GraphError` (non-finite or wrong-typed arrays, mismatched
+shapes naming both, a threshold <= 0, a leak outside [0, 1]); the mapper raises
+:class:`~pondlib.errors.QuantizationError` for bad calibration data and for any scale (input, weights,
+accumulator, output, LIF state, multiplier, addend) that is not a finite float64 within
+[``SCALE_MIN``, ``SCALE_MAX``] (subnormal or huge weights or data: an infinite or zero scale would turn
+every integer into garbage), and :class:`~pondlib.errors.ConfigError` for bad arguments. Integers that
+no shift brings into int32 are saturated to int64 *before* the cast and reported (``mul_range``,
+``lif_overflow``), never wrapped. All-zero calibration data (any scale would do) use ``1e-30``.
+
 Example:
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -55,29 +65,44 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from pondlib.devices.core.intmath import int_range
-from pondlib.devices.siracusa.config import (
+from pondlib.devices.core.intmath import int_range, sat
+from pondlib.devices.siracusa.config import SiracusaConfig, check_constraints
+from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
+from pondlib.devices.siracusa.specification import (
     COMPARISONS,
+    QLIF,
     RESET_MODES,
+    SIZE_MAX,
+    LayerReport,
     QConv2d,
     QGemm,
-    QLIF,
     QRequant,
     RequantShift,
-    SiracusaConfig,
-    check_constraints,
+    Specification,
+    check_bias_shape,
+    conv_geometry,
 )
-from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
-from pondlib.devices.siracusa.tiling import Placement, TilePlan, npu_eligibility, place_memory, plan_tiles
-from pondlib.errors import ConstraintError, GraphError, QuantizationError, Violation
+from pondlib.devices.siracusa.tiling import ROWS_MAX, npu_eligibility, place_memory, plan_tiles
+from pondlib.errors import ConfigError, ConstraintError, GraphError, QuantizationError, Violation
+from pondlib.validate import as_float_array, check_bool, check_choice, check_float, check_int, check_type
 
-__all__ = ["GemmLayer", "Conv2dLayer", "ReLU", "IntLIFLayer", "layers_from_graph", "float_forward",
-           "requant_from_scale", "mapper", "Specification", "LayerReport", "MAPPER_RULES"]
+__all__ = [
+    "GemmLayer",
+    "Conv2dLayer",
+    "ReLU",
+    "IntLIFLayer",
+    "layers_from_graph",
+    "float_forward",
+    "requant_from_scale",
+    "mapper",
+    "MAPPER_RULES",
+]
 
 #: Rules the mapper checks on the float description (the integer rules are in config.RULES).
 MAPPER_RULES: dict[str, str] = {
@@ -85,28 +110,46 @@ MAPPER_RULES: dict[str, str] = {
     "layer_shape": "each layer's input size equals the previous layer's output size",
     "invalid_parameter": "parameters are finite and have the documented shapes",
     "multiplier_underflow": "every real multiplier is representable (mul >= 1 at shift <= 31)",
+    "unique_names": "every layer has its own name",
 }
+
+#: Every quantization scale (input, weights, outputs, accumulators, LIF state, multipliers) must be a
+#: finite float64 within [SCALE_MIN, SCALE_MAX]: the smallest normal double up to 2^1000, so that the
+#: products and quotients the quantizer forms never overflow or underflow to 0.
+SCALE_MIN = float(np.finfo(np.float64).tiny)
+SCALE_MAX = 2.0**1000
 
 
 # ------------------------------------------------------------------------------------------------
 # Float layer descriptions
 # ------------------------------------------------------------------------------------------------
-def _farr(value: Any) -> np.ndarray:
-    return np.array(value, dtype=np.float64, copy=True)
+def _farr(value: Any, name: str, where: str, ndim: int | tuple[int, ...], allow_empty: bool = False) -> np.ndarray:
+    """A float64 copy of finite real numbers (GraphError naming the field otherwise)."""
+    return as_float_array(value, name, where=where, error=GraphError, ndim=ndim, allow_empty=allow_empty).copy()
+
+
+def _layer_name(value: Any, kind: str) -> str:
+    check_type(value, "name", str, where=kind, error=GraphError)
+    if not value:
+        raise GraphError("name", value="''", limit="a non-empty layer name", where=kind, fix="name the layer")
+    return value
 
 
 @dataclass(frozen=True)
 class GemmLayer:
-    """``y = x @ weight + bias``; weight (K, O), bias (O,) or None."""
+    """``y = x @ weight + bias``; weight (K, O), bias (O,) or None (finite floats; a GraphError names
+    the field and both shapes otherwise)."""
 
     name: str
     weight: Any
     bias: Any = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "weight", _farr(self.weight))
+        where = _layer_name(self.name, "GemmLayer")
+        object.__setattr__(self, "weight", _farr(self.weight, "weight", where, 2))
         if self.bias is not None:
-            object.__setattr__(self, "bias", _farr(self.bias))
+            object.__setattr__(self, "bias", _farr(self.bias, "bias", where, 1))
+            check_bias_shape(self.bias.shape, self.weight.shape, where, GraphError)
 
     @property
     def n_in(self) -> int:
@@ -119,7 +162,11 @@ class GemmLayer:
 
 @dataclass(frozen=True)
 class Conv2dLayer:
-    """NHWC convolution: weight (kh, kw, C/groups, O), ``in_shape`` (H, W, C); zero padding."""
+    """NHWC convolution: weight (kh, kw, C/groups, O), ``in_shape`` (H, W, C); zero padding.
+
+    Finite float weights and bias (O,); ``stride`` >= 1, ``padding`` >= 0, ``groups`` >= 1 dividing C and
+    O, and a kernel no larger than the padded input (a GraphError names both shapes otherwise).
+    """
 
     name: str
     weight: Any
@@ -130,10 +177,16 @@ class Conv2dLayer:
     groups: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "weight", _farr(self.weight))
+        where = _layer_name(self.name, "Conv2dLayer")
+        object.__setattr__(self, "weight", _farr(self.weight, "weight", where, 4))
+        geometry = conv_geometry(
+            self.weight.shape, self.in_shape, self.stride, self.padding, self.groups, where, GraphError
+        )
+        for key, value in geometry.items():
+            object.__setattr__(self, key, value)
         if self.bias is not None:
-            object.__setattr__(self, "bias", _farr(self.bias))
-        object.__setattr__(self, "in_shape", tuple(int(v) for v in self.in_shape))
+            object.__setattr__(self, "bias", _farr(self.bias, "bias", where, 1))
+            check_bias_shape(self.bias.shape, self.weight.shape, where, GraphError)
 
     def _q(self, w: Any = None) -> QConv2d:
         wq = np.zeros(self.weight.shape, dtype=np.int64) if w is None else w
@@ -154,12 +207,18 @@ class ReLU:
 
     name: str = "relu"
 
+    def __post_init__(self) -> None:
+        _layer_name(self.name, "ReLU")
+
 
 @dataclass(frozen=True)
 class IntLIFLayer:
     """A LIF layer that will run as the integer LIF (``v = alpha v + gain I + bias``; see the module).
 
-    ``alpha``, ``threshold``, ``bias``: (N,) floats (scalars broadcast when ``n`` is given).
+    ``alpha``, ``threshold``, ``bias``: (N,) finite floats (scalars and size-1 arrays broadcast to ``n``
+    neurons, ``n`` taken from the arrays when not given). ``alpha`` (the leak) is in [0, 1], the
+    threshold > 0, ``gain`` finite; ``state_bits`` 2..62 (the chip's limit is checked by the mapper),
+    ``reset`` one of :data:`RESET_MODES`, ``compare`` one of :data:`COMPARISONS`.
     """
 
     name: str
@@ -173,12 +232,46 @@ class IntLIFLayer:
     compare: str = ">="
 
     def __post_init__(self) -> None:
-        n = self.n if self.n is not None else max(np.size(self.alpha), np.size(self.threshold),
-                                                   np.size(self.bias))
-        for key in ("alpha", "threshold", "bias"):
-            arr = _farr(getattr(self, key))
-            object.__setattr__(self, key, np.broadcast_to(arr, (n,)).copy() if arr.ndim == 0 else arr)
+        where = _layer_name(self.name, "IntLIFLayer")
+        arrays = {key: _farr(getattr(self, key), key, where, (0, 1)) for key in ("alpha", "threshold", "bias")}
+        if self.n is not None:
+            n = check_int(self.n, "n", lo=1, hi=SIZE_MAX, where=where, error=GraphError)
+        else:
+            n = max(a.size for a in arrays.values())
+        shapes = ", ".join(f"{k} {a.shape}" for k, a in arrays.items())
+        for key, arr in arrays.items():
+            if arr.size not in (1, n):
+                raise GraphError(
+                    f"{key} shape",
+                    value=f"{key} {arr.shape} for {n} neurons ({shapes})",
+                    limit=f"() or ({n},)",
+                    where=where,
+                    fix=f"pass {key} per neuron or one value for all",
+                )
+            object.__setattr__(self, key, np.broadcast_to(arr.reshape(-1), (n,)).copy())
+        if np.any(self.alpha < 0) or np.any(self.alpha > 1):
+            raise GraphError(
+                "alpha",
+                value=float(self.alpha[(self.alpha < 0) | (self.alpha > 1)][0]),
+                limit="a leak factor in [0, 1]",
+                where=where,
+                fix="pass alpha = exp(-dt / tau_mem)",
+            )
+        if np.any(self.threshold <= 0):
+            raise GraphError(
+                "threshold",
+                value=float(self.threshold.min()),
+                limit="> 0",
+                where=where,
+                fix="pass a positive threshold (a threshold <= 0 fires forever)",
+            )
+        object.__setattr__(self, "gain", check_float(self.gain, "gain", where=where, error=GraphError))
         object.__setattr__(self, "n", int(n))
+        object.__setattr__(
+            self, "state_bits", check_int(self.state_bits, "state_bits", lo=2, hi=62, where=where, error=GraphError)
+        )
+        check_choice(self.reset, "reset", RESET_MODES, where=where, error=GraphError)
+        check_choice(self.compare, "compare", COMPARISONS, where=where, error=GraphError)
 
     @property
     def n_in(self) -> int:
@@ -215,30 +308,58 @@ def layers_from_graph(graph: Any, drop_synapse: bool = False) -> list:
     from pondlib.graph.modules import LIFNeurons, LinearWeights
     from pondlib.graph.utils import topological_order
 
+    drop_synapse = check_bool(drop_synapse, "drop_synapse", where="layers_from_graph", error=GraphError)
     g = graph.as_graph() if not isinstance(graph, GraphModuleBase) and hasattr(graph, "as_graph") else graph
     if not isinstance(g, GraphModuleBase):
-        raise GraphError("mapper input", value=type(graph).__name__,
-                         limit="float layer descriptions, a graph or a pondlib.nn network",
-                         fix="pass a list of GemmLayer/Conv2dLayer/ReLU/IntLIFLayer or net.as_graph()")
+        raise GraphError(
+            "mapper input",
+            value=type(graph).__name__,
+            limit="float layer descriptions, a graph or a pondlib.nn network",
+            fix="pass a list of GemmLayer/Conv2dLayer/ReLU/IntLIFLayer or net.as_graph()",
+        )
     out: list = []
     for m in topological_order(g):
         if isinstance(m, LinearWeights):
             out.append(GemmLayer(m.name, m.weights, m.biases))
         elif isinstance(m, LIFNeurons):
             if m.n_synapses != 1:
-                raise GraphError("LIF synapses", value=m.n_synapses, limit=1, where=m.name,
-                                 fix="the Siracusa integer LIF has one input per neuron")
+                raise GraphError(
+                    "LIF synapses",
+                    value=m.n_synapses,
+                    limit=1,
+                    where=m.name,
+                    fix="the Siracusa integer LIF has one input per neuron",
+                )
             if not drop_synapse:
-                raise GraphError("LIF synaptic current", value=f"tau_syn = {m.tau_syn.ravel()[:3]}",
-                                 limit="a membrane-only LIF", where=m.name,
-                                 fix="pass drop_synapse=True to feed the input straight into the membrane, "
-                                     "or describe the layer with IntLIFLayer")
-            out.append(IntLIFLayer(m.name, np.exp(-m.dt / m.tau_mem), m.threshold, m.bias))
+                raise GraphError(
+                    "LIF synaptic current",
+                    value=f"tau_syn = {m.tau_syn.ravel()[:3]}",
+                    limit="a membrane-only LIF",
+                    where=m.name,
+                    fix="pass drop_synapse=True to feed the input straight into the membrane, "
+                    "or describe the layer with IntLIFLayer",
+                )
+            out.append(IntLIFLayer(m.name, _leak(m), m.threshold, m.bias))
         else:
-            raise GraphError("unsupported module", value=type(m).__name__,
-                             limit="LinearWeights or LIFNeurons", where=m.name,
-                             fix="describe the network with GemmLayer/Conv2dLayer/ReLU/IntLIFLayer")
+            raise GraphError(
+                "unsupported module",
+                value=type(m).__name__,
+                limit="LinearWeights or LIFNeurons",
+                where=m.name,
+                fix="describe the network with GemmLayer/Conv2dLayer/ReLU/IntLIFLayer",
+            )
     return out
+
+
+def _leak(m: Any) -> np.ndarray:
+    """``exp(-dt / tau_mem)`` of a graph LIF, after checking dt and tau_mem (finite, > 0); a tau_mem far
+    below dt gives 0 (a full decay in one step), never an overflow warning."""
+    dt = check_float(m.dt, "dt", lo=0.0, lo_open=True, where=m.name, error=GraphError)
+    tau = as_float_array(m.tau_mem, "tau_mem", lo=0.0, where=m.name, error=GraphError)
+    if np.any(tau <= 0):
+        raise GraphError("tau_mem", value=float(tau.min()), limit="> 0 s", where=m.name, fix="pass positive tau_mem")
+    with np.errstate(over="ignore"):
+        return np.exp(-dt / tau).reshape(-1)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -252,10 +373,11 @@ def _conv_float(x: np.ndarray, layer: Conv2dLayer) -> np.ndarray:
     xi = x.reshape((-1, H, W, C))
     if p:
         xi = np.pad(xi, ((0, 0), (p, p), (p, p), (0, 0)))
-    win = np.lib.stride_tricks.sliding_window_view(xi, (kh, kw), axis=(1, 2))[:, ::layer.stride, ::layer.stride]
+    win = np.lib.stride_tricks.sliding_window_view(xi, (kh, kw), axis=(1, 2))[:, :: layer.stride, :: layer.stride]
     n, ho, wo = win.shape[:3]
-    y = np.einsum("nhwgcij,ijcgo->nhwgo", win.reshape(n, ho, wo, g, cg, kh, kw),
-                  layer.weight.reshape(kh, kw, cg, g, O // g)).reshape(n, ho, wo, O)
+    y = np.einsum(
+        "nhwgcij,ijcgo->nhwgo", win.reshape(n, ho, wo, g, cg, kh, kw), layer.weight.reshape(kh, kw, cg, g, O // g)
+    ).reshape(n, ho, wo, O)
     if layer.bias is not None:
         y = y + layer.bias
     return y.reshape(lead + (ho * wo * O,))
@@ -263,45 +385,120 @@ def _conv_float(x: np.ndarray, layer: Conv2dLayer) -> np.ndarray:
 
 def float_forward(layers: Sequence, x: Any) -> tuple[list[np.ndarray], dict[str, float]]:
     """The float model: per-layer outputs for x (B, T, N) (or (B, N) -> T = 1), and per LIF layer the
-    largest ``|v|`` reached before reset (for the state scale)."""
-    h = np.asarray(x, dtype=np.float64)
+    largest ``|v|`` reached before reset (for the state scale).
+
+    Raises:
+        GraphError: ``layers`` that are not float layer descriptions whose sizes chain from ``x``.
+        QuantizationError: ``x`` that is not finite real (B, N) / (B, T, N) numbers, or a layer whose
+            output overflows float64 (huge weights or inputs; the message names the layer).
+    """
+    layers = _float_layers(layers, "float_forward")
+    h = as_float_array(x, "x", where="float_forward", error=QuantizationError, ndim=(2, 3))
+    _chain(layers, h.shape[-1], "float_forward")
     if h.ndim == 2:
         h = h[:, None, :]
     outs, vmax = [], {}
     for layer in layers:
-        if isinstance(layer, GemmLayer):
-            h = h @ layer.weight + (layer.bias if layer.bias is not None else 0.0)
-        elif isinstance(layer, Conv2dLayer):
-            h = _conv_float(h, layer)
-        elif isinstance(layer, ReLU):
-            h = np.maximum(h, 0.0)
-        elif isinstance(layer, IntLIFLayer):
-            v = np.zeros(h.shape[:1] + (layer.n,))
-            z_all = np.zeros_like(h)
-            peak = 0.0
-            for t in range(h.shape[1]):
-                v = layer.alpha * v + layer.gain * h[:, t] + layer.bias
-                peak = max(peak, float(np.max(np.abs(v))) if v.size else 0.0)
-                z = (v >= layer.threshold) if layer.compare == ">=" else (v > layer.threshold)
-                v = np.where(z, v - layer.threshold, v) if layer.reset == "subtract" else np.where(z, 0.0, v)
-                z_all[:, t] = z
+        with np.errstate(over="ignore", invalid="ignore"):
+            h, peak = _float_layer(layer, h)
+        if not np.all(np.isfinite(h)) or not np.isfinite(peak):
+            raise QuantizationError(
+                "layer output",
+                value="overflow to inf/NaN in float64",
+                limit="finite outputs",
+                where=f"float_forward, {layer.name}",
+                fix="scale the weights, biases or inputs down",
+            )
+        if isinstance(layer, IntLIFLayer):
             vmax[layer.name] = peak
-            h = z_all
         outs.append(h)
     return outs, vmax
+
+
+def _float_layers(layers: Any, where: str) -> list:
+    """``layers`` as a list of float layer descriptions (GraphError naming the first other entry)."""
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, (list, tuple)):
+        raise GraphError(
+            "layers",
+            value=f"a {type(layers).__name__}",
+            limit="a list of float layer descriptions",
+            where=where,
+            fix="pass [GemmLayer(...), ReLU(...), ...] or a graph",
+        )
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, (GemmLayer, Conv2dLayer, ReLU, IntLIFLayer)):
+            raise GraphError(
+                f"layers[{i}]",
+                value=f"a {type(layer).__name__}",
+                limit="GemmLayer, Conv2dLayer, ReLU or IntLIFLayer",
+                where=where,
+                fix="describe the layer with a supported type",
+            )
+    return list(layers)
+
+
+def _chain(layers: list, n: int, where: str) -> None:
+    """Each layer's input size equals the previous output size (GraphError naming both)."""
+    for layer in layers:
+        if isinstance(layer, ReLU):
+            continue
+        if layer.n_in != n:
+            raise GraphError(
+                "layer sizes",
+                value=f"{layer.n_in} inputs after {n} outputs",
+                limit=f"{n} inputs",
+                where=f"{where}, {layer.name}",
+                fix="make consecutive layer sizes agree",
+            )
+        n = layer.n_out
+
+
+def _float_layer(layer: Any, h: np.ndarray) -> tuple[np.ndarray, float]:
+    """One float layer on (B, T, N) input; the LIF's largest ``|v|`` before reset (0 for other layers)."""
+    peak = 0.0
+    if isinstance(layer, GemmLayer):
+        h = h @ layer.weight + (layer.bias if layer.bias is not None else 0.0)
+    elif isinstance(layer, Conv2dLayer):
+        h = _conv_float(h, layer)
+    elif isinstance(layer, ReLU):
+        h = np.maximum(h, 0.0)
+    elif isinstance(layer, IntLIFLayer):
+        v = np.zeros(h.shape[:1] + (layer.n,))
+        z_all = np.zeros_like(h)
+        peak = 0.0
+        for t in range(h.shape[1]):
+            v = layer.alpha * v + layer.gain * h[:, t] + layer.bias
+            peak = max(peak, float(np.max(np.abs(v))) if v.size else 0.0)
+            z = (v >= layer.threshold) if layer.compare == ">=" else (v > layer.threshold)
+            v = np.where(z, v - layer.threshold, v) if layer.reset == "subtract" else np.where(z, 0.0, v)
+            z_all[:, t] = z
+        h = z_all
+    return h, peak
 
 
 # ------------------------------------------------------------------------------------------------
 # RequantShift from float scales
 # ------------------------------------------------------------------------------------------------
-def requant_from_scale(M: Any, acc_lo: Any, acc_hi: Any, add: Any = 0.0, out_bits: int = 8,
-                       signed: bool = True, limits: "SiracusaLimits | str | None" = None
-                       ) -> tuple[RequantShift, float]:
+def requant_from_scale(
+    M: Any,
+    acc_lo: Any,
+    acc_hi: Any,
+    add: Any = 0.0,
+    out_bits: int = 8,
+    signed: bool = True,
+    limits: SiracusaLimits | str | None = None,
+) -> tuple[RequantShift, float]:
     """RequantShift approximating ``y = M * acc + add`` and its largest relative multiplier error.
 
     The shift is the largest ``s <= limits.shift_max`` for which ``mul = round(M 2^s)`` and
     ``add_q = round(add 2^s)`` keep every intermediate inside int32 for ``acc`` in
-    ``[acc_lo, acc_hi]`` (per channel). ``M`` must be >= 0 (symmetric scales are positive).
+    ``[acc_lo, acc_hi]`` (per channel). ``M`` must be >= 0 (symmetric scales are positive). When no
+    shift fits (a multiplier or addend beyond int32), shift 0 is used and the values are kept, saturated
+    to int64, for :func:`~pondlib.devices.siracusa.config.check_constraints` to report.
+
+    Raises:
+        QuantizationError: ``M`` negative, non-finite or above ``SCALE_MAX``; non-finite ``add``,
+            ``acc_lo`` or ``acc_hi``; shapes that do not broadcast; ``out_bits`` outside 1..32.
 
     Example:
         >>> rq, err = requant_from_scale(0.0123, -1000, 1000)
@@ -312,103 +509,94 @@ def requant_from_scale(M: Any, acc_lo: Any, acc_hi: Any, add: Any = 0.0, out_bit
         (10, 13, 0.0321)
     """
     lim = get_limits(limits)
-    M = np.asarray(M, dtype=np.float64)
-    A = np.broadcast_to(np.asarray(add, dtype=np.float64), M.shape) if M.ndim else np.asarray(add, float)
-    lo = np.asarray(acc_lo, dtype=np.float64)
-    hi = np.asarray(acc_hi, dtype=np.float64)
+    where = "requant_from_scale"
+    M = as_float_array(
+        M,
+        "M",
+        lo=0.0,
+        hi=SCALE_MAX,
+        where=where,
+        error=QuantizationError,
+        ndim=(0, 1),
+        fix="pass a finite multiplier M >= 0 (symmetric scales are positive)",
+    )
+    A = as_float_array(add, "add", where=where, error=QuantizationError, ndim=(0, 1))
+    lo = as_float_array(acc_lo, "acc_lo", where=where, error=QuantizationError, ndim=(0, 1))
+    hi = as_float_array(acc_hi, "acc_hi", where=where, error=QuantizationError, ndim=(0, 1))
+    out_bits = check_int(out_bits, "out_bits", lo=1, hi=32, where=where, error=QuantizationError)
+    signed = check_bool(signed, "signed", where=where, error=QuantizationError)
+    try:
+        np.broadcast_shapes(M.shape, A.shape, lo.shape, hi.shape)
+    except ValueError:
+        raise QuantizationError(
+            "shapes",
+            value=f"M {M.shape}, add {A.shape}, acc_lo {lo.shape}, acc_hi {hi.shape}",
+            limit="scalars or one value per channel",
+            where=where,
+            fix="pass per-channel arrays of one length",
+        ) from None
+    if M.ndim:
+        A = np.broadcast_to(A, M.shape)
     amax = np.maximum(np.abs(lo), np.abs(hi))
     top = float((1 << 31) - 1)
     chosen = 0
-    for s in range(lim.shift_max, -1, -1):
-        mul = np.rint(M * 2.0 ** s)
-        addq = np.rint(A * 2.0 ** s)
-        rnd = 2.0 ** (s - 1) if s > 0 else 0.0
-        if np.all(mul <= top) and np.all(np.abs(addq) <= top) and \
-                np.all(amax * mul + np.abs(addq) + rnd <= top):
-            chosen = s
-            break
+    with np.errstate(over="ignore"):  # an overflowing product is inf: that shift does not fit
+        for s in range(lim.shift_max, -1, -1):
+            mul = np.rint(M * 2.0**s)
+            addq = np.rint(A * 2.0**s)
+            rnd = 2.0 ** (s - 1) if s > 0 else 0.0
+            fits = np.all(amax * mul + np.abs(addq) + rnd <= top)
+            if np.all(mul <= top) and np.all(np.abs(addq) <= top) and fits:
+                chosen = s
+                break
     s = chosen
-    mul = np.rint(M * 2.0 ** s).astype(np.int64)
-    addq = np.rint(A * 2.0 ** s).astype(np.int64)
+    # Saturated before the cast: when no shift fits int32 (a multiplier or addend beyond 2^31), the
+    # value stays beyond int32 within int64 and check_constraints reports mul_range / add_range.
+    mul = sat(np.rint(M * 2.0**s), 63)
+    addq = sat(np.rint(A * 2.0**s), 63)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(M > 0, np.abs(mul / 2.0 ** s - M) / np.where(M > 0, M, 1.0), 0.0)
-    return (RequantShift(mul=mul, add=addq, div=1 << s, out_bits=out_bits, signed=signed),
-            float(np.max(rel)) if rel.size else 0.0)
+        rel = np.where(M > 0, np.abs(mul / 2.0**s - M) / np.where(M > 0, M, 1.0), 0.0)
+    return (
+        RequantShift(mul=mul, add=addq, div=1 << s, out_bits=out_bits, signed=signed),
+        float(np.max(rel)) if rel.size else 0.0,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
-# The mapper
-# ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LayerReport:
-    """What the mapper did with one integer layer.
-
-    Attributes:
-        name: the integer layer's name; kind: its type; fused: the float layers it implements.
-        in_scale, out_scale: float value of one integer step at the input / output (out: spikes 1.0,
-            raw accumulators ``s_in * s_w``, per channel).
-        weight_scale: per-channel (or scalar) weight scales; weight_error: max |W - W_q s_w| / max|W|.
-        mul_rel_error: largest relative error of ``mul / 2^s`` against the real multiplier.
-        shift: the RequantShift / LIF shift. acc_range: accumulator value range (lo, hi) or None.
-        npu_eligible, npu_reason: N-EUREKA eligibility and the rule that decides it.
-        placement: where the constants live (L2/L3/WMEM). tile: the L1 :class:`TilePlan`.
-    """
-
-    name: str
-    kind: str
-    fused: tuple
-    in_scale: Any
-    out_scale: Any
-    weight_scale: Any = None
-    weight_error: float = 0.0
-    mul_rel_error: float = 0.0
-    shift: int = 0
-    acc_range: tuple | None = None
-    npu_eligible: bool = False
-    npu_reason: str = ""
-    placement: str = "L2"
-    tile: TilePlan | None = None
-
-
-@dataclass(frozen=True)
-class Specification:
-    """The mapper's output: the float layers, the integer :class:`SiracusaConfig` and the reports."""
-
-    layers: tuple
-    config: SiracusaConfig
-    reports: tuple
-    placement: Placement
-    plans: tuple
-    violations: tuple = field(default=())
-
-    def report_table(self) -> str:
-        """One line per integer layer: scales, shift, multiplier error, placement, tiles, NPU."""
-        lines = [f"{'layer':<12} {'kind':<9} {'shift':>5} {'mul err':>9} {'w err':>7} {'mem':<4} "
-                 f"{'tiles':>5}  NPU"]
-        for r in self.reports:
-            tiles = r.tile.n_tiles if r.tile is not None and r.tile.fits else "-"
-            lines.append(f"{r.name:<12} {r.kind:<9} {r.shift:>5} {r.mul_rel_error:>9.2e} "
-                         f"{r.weight_error:>7.4f} {r.placement:<4} {tiles!s:>5}  "
-                         f"{'yes' if r.npu_eligible else 'no'}: {r.npu_reason}")
-        return "\n".join(lines)
-
-
 def _quant_weights(W: np.ndarray, granularity: str, qmax: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Symmetric int8 weights, their scales ``max|W| / qmax`` per channel (or tensor; 1e-30 / qmax for an
+    all-zero channel), and the largest error relative to ``max|W|``. Subnormal or huge weights give a
+    scale outside [SCALE_MIN, SCALE_MAX]: a QuantizationError, never an infinite or zero scale."""
     w2 = W.reshape(-1, W.shape[-1])
     if granularity == "tensor":
-        s = np.full(W.shape[-1], max(float(np.max(np.abs(w2))), 1e-30) / qmax)
+        s = np.full(W.shape[-1], _nonzero(float(np.max(np.abs(w2)))) / qmax)
     else:
-        s = np.maximum(np.max(np.abs(w2), axis=0), 1e-30) / qmax
-    Wq = np.clip(np.rint(W / s), -qmax, qmax).astype(np.int64)   # symmetric: -128 unused
-    err = float(np.max(np.abs(W - Wq * s)) / max(float(np.max(np.abs(W))), 1e-30)) if W.size else 0.0
+        top = np.max(np.abs(w2), axis=0)
+        s = np.where(top > 0, top, 1e-30) / qmax
+    if np.any(s < SCALE_MIN):
+        return np.zeros(W.shape, dtype=np.int64), s, 0.0  # the caller reports the scale
+    Wq = np.clip(np.rint(W / s), -qmax, qmax).astype(np.int64)  # symmetric: -128 unused
+    m = float(np.max(np.abs(W))) if W.size else 0.0
+    err = float(np.max(np.abs(W / m - Wq * (s / m)))) if m > 0 else 0.0
     return Wq, s, err
 
 
-def mapper(layers: Any, limits: "SiracusaLimits | str | None" = None, *, calibration: Any,
-           input_scale: float | None = None, input_signed: bool | None = None,
-           granularity: str = "channel", rows: int = 1, buffering: int = 2, l1_budget: int | None = None,
-           npu: str = "off", use_weight_memory: bool = False, drop_synapse: bool = False,
-           check: bool = True) -> Specification:
+def mapper(
+    layers: Any,
+    limits: SiracusaLimits | str | None = None,
+    *,
+    calibration: Any,
+    input_scale: float | None = None,
+    input_signed: bool | None = None,
+    granularity: str = "channel",
+    rows: int = 1,
+    buffering: int = 2,
+    l1_budget: int | None = None,
+    npu: str = "off",
+    use_weight_memory: bool = False,
+    drop_synapse: bool = False,
+    check: bool = True,
+) -> Specification:
     """Quantize, place and tile ``layers`` for Siracusa, and check every rule (see the module docstring).
 
     Args:
@@ -425,19 +613,50 @@ def mapper(layers: Any, limits: "SiracusaLimits | str | None" = None, *, calibra
         check: raise one ConstraintError with every violation (else return them in the spec).
     """
     lim = get_limits(limits)
+    where = "siracusa.mapper"
+    drop_synapse = check_bool(drop_synapse, "drop_synapse", where=where, error=GraphError)
     if not isinstance(layers, (list, tuple)):
         layers = layers_from_graph(layers, drop_synapse=drop_synapse)
     layers = list(layers)
-    if granularity not in ("channel", "tensor"):
-        raise QuantizationError("granularity", value=granularity, limit="'channel' or 'tensor'",
-                                fix="choose per-channel or per-tensor scales")
-    if npu not in ("off", "auto", "all"):
-        raise QuantizationError("npu mode", value=npu, limit="'off', 'auto' or 'all'", fix="choose one")
-    x = np.asarray(calibration, dtype=np.float64)
-    if x.ndim not in (2, 3) or x.size == 0 or not np.all(np.isfinite(x)):
-        raise QuantizationError("calibration data", value=f"shape {x.shape}",
-                                limit="finite floats of shape (B, N_in) or (B, T, N_in)",
-                                fix="pass representative float input")
+    if not layers:
+        raise GraphError(
+            "layers", value="an empty list", limit="at least one layer", where=where, fix="pass the network's layers"
+        )
+    check_choice(
+        granularity,
+        "granularity",
+        ("channel", "tensor"),
+        where=where,
+        error=QuantizationError,
+        fix="choose per-channel or per-tensor scales",
+    )
+    check_choice(npu, "npu mode", ("off", "auto", "all"), where=where, error=QuantizationError, fix="choose one")
+    rows = check_int(rows, "rows", lo=1, hi=ROWS_MAX, where=where, error=ConfigError)
+    buffering = check_int(buffering, "buffering", lo=1, hi=2, where=where, error=ConfigError)
+    if l1_budget is not None:
+        l1_budget = check_int(l1_budget, "l1_budget", lo=1, where=where, error=ConfigError)
+    use_weight_memory = check_bool(use_weight_memory, "use_weight_memory", where=where, error=ConfigError)
+    check = check_bool(check, "check", where=where, error=ConfigError)
+    if input_signed is not None:
+        input_signed = check_bool(input_signed, "input_signed", where=where, error=QuantizationError)
+    if input_scale is not None:
+        input_scale = check_float(
+            input_scale,
+            "input_scale",
+            lo=SCALE_MIN,
+            hi=SCALE_MAX,
+            where=where,
+            error=QuantizationError,
+            fix="pass a positive scale (float value of one input step)",
+        )
+    x = as_float_array(
+        calibration,
+        "calibration",
+        where=where,
+        error=QuantizationError,
+        ndim=(2, 3),
+        fix="pass representative finite float input of shape (B, N_in) or (B, T, N_in)",
+    )
 
     # 1. Shapes and types (quantization cannot proceed past a broken chain).
     found: list[Violation] = []
@@ -446,23 +665,56 @@ def mapper(layers: Any, limits: "SiracusaLimits | str | None" = None, *, calibra
         if isinstance(layer, ReLU):
             continue
         if not isinstance(layer, (GemmLayer, Conv2dLayer, IntLIFLayer)):
-            found.append(Violation("unsupported_layer", getattr(layer, "name", "?"), type(layer).__name__,
-                                   MAPPER_RULES["unsupported_layer"], "describe the layer with a supported type"))
+            found.append(
+                Violation(
+                    "unsupported_layer",
+                    getattr(layer, "name", "?"),
+                    type(layer).__name__,
+                    MAPPER_RULES["unsupported_layer"],
+                    "describe the layer with a supported type",
+                )
+            )
             continue
         if layer.n_in != n:
-            found.append(Violation("layer_shape", layer.name, f"{layer.n_in} inputs", f"{n}",
-                                   "make consecutive layer sizes agree"))
+            found.append(
+                Violation(
+                    "layer_shape", layer.name, f"{layer.n_in} inputs", f"{n}", "make consecutive layer sizes agree"
+                )
+            )
         for key in ("weight", "bias", "alpha", "threshold"):
             arr = getattr(layer, key, None)
             if arr is not None and not np.all(np.isfinite(arr)):
-                found.append(Violation("invalid_parameter", layer.name, f"{key} has NaN/inf", "finite",
-                                       f"replace the non-finite values of {key}"))
-        if isinstance(layer, IntLIFLayer) and (layer.reset not in RESET_MODES or
-                                               layer.compare not in COMPARISONS):
-            found.append(Violation("invalid_parameter", layer.name, f"reset={layer.reset!r}, "
-                                   f"compare={layer.compare!r}", f"{RESET_MODES} / {COMPARISONS}",
-                                   "use a documented mode"))
+                found.append(
+                    Violation(
+                        "invalid_parameter",
+                        layer.name,
+                        f"{key} has NaN/inf",
+                        "finite",
+                        f"replace the non-finite values of {key}",
+                    )
+                )
+        if isinstance(layer, IntLIFLayer) and (layer.reset not in RESET_MODES or layer.compare not in COMPARISONS):
+            found.append(
+                Violation(
+                    "invalid_parameter",
+                    layer.name,
+                    f"reset={layer.reset!r}, compare={layer.compare!r}",
+                    f"{RESET_MODES} / {COMPARISONS}",
+                    "use a documented mode",
+                )
+            )
         n = layer.n_out
+    names = [layer.name for layer in layers if hasattr(layer, "name")]
+    for name in sorted({nm for nm in names if names.count(nm) > 1}):
+        found.append(
+            Violation(
+                "unique_names",
+                name,
+                f"{names.count(name)} layers named {name!r}",
+                "one",
+                "give every layer its own name (placement and reports are by name)",
+            )
+        )
     if found:
         raise ConstraintError(found, device=lim.name)
 
@@ -475,30 +727,39 @@ def mapper(layers: Any, limits: "SiracusaLimits | str | None" = None, *, calibra
     in_bits = lim.act_bits
     if input_scale is None:
         top = float(np.max(np.abs(x))) if input_signed else float(np.max(x))
-        input_scale = max(top, 1e-30) / (qmax if input_signed else (1 << in_bits) - 1)
+        input_scale = _scale(_nonzero(top) / (qmax if input_signed else (1 << in_bits) - 1), "input scale", "input")
     s_cur: Any = float(input_scale)
     lo_cur, hi_cur = int_range(in_bits, input_signed)
     qlayers: list = []
     infos: list[dict] = []
-    pending: dict | None = None   # a GEMM whose raw accumulator feeds the next LIF
+    pending: dict | None = None  # a GEMM whose raw accumulator feeds the next LIF
     i = 0
     while i < len(layers):
         layer = layers[i]
         nxt = layers[i + 1] if i + 1 < len(layers) else None
         if isinstance(layer, (GemmLayer, Conv2dLayer)):
             Wq, s_w, w_err = _quant_weights(layer.weight, granularity, wmax)
+            _scale(s_w, "weight scale", layer.name)
             # Exact accumulator bounds over the input box [lo_cur, hi_cur]^K (the value range).
             w2 = Wq.reshape(-1, Wq.shape[-1])
             a, b = w2 * lo_cur, w2 * hi_cur
             acc_lo, acc_hi = np.minimum(a, b).sum(0), np.maximum(a, b).sum(0)
-            s_acc = s_cur * s_w
+            s_acc = _scale(s_cur * s_w, "accumulator scale (input scale x weight scale)", layer.name)
             bias = layer.bias if layer.bias is not None else np.zeros(Wq.shape[-1])
             if isinstance(nxt, IntLIFLayer):
                 q = QGemm(layer.name, Wq) if isinstance(layer, GemmLayer) else layer._q(Wq)
                 qlayers.append(q)
-                infos.append(dict(name=layer.name, fused=(layer.name,), in_scale=s_cur, out_scale=s_acc,
-                                  weight_scale=s_w, weight_error=w_err, acc_range=(int(acc_lo.min()),
-                                                                                    int(acc_hi.max()))))
+                infos.append(
+                    dict(
+                        name=layer.name,
+                        fused=(layer.name,),
+                        in_scale=s_cur,
+                        out_scale=s_acc,
+                        weight_scale=s_w,
+                        weight_error=w_err,
+                        acc_range=(int(acc_lo.min()), int(acc_hi.max())),
+                    )
+                )
                 pending = dict(s_acc=s_acc, bias=bias, lo=int(acc_lo.min()), hi=int(acc_hi.max()))
                 s_cur, lo_cur, hi_cur = s_acc, int(acc_lo.min()), int(acc_hi.max())
                 i += 1
@@ -507,26 +768,44 @@ def mapper(layers: Any, limits: "SiracusaLimits | str | None" = None, *, calibra
             y = fouts[i + 1] if fuse else fouts[i]
             signed = not fuse
             top = float(np.max(np.abs(y))) if signed else float(np.max(y))
-            s_out = max(top, 1e-30) / (qmax if signed else (1 << lim.act_bits) - 1)
-            M = s_acc / s_out
+            s_out = _scale(_nonzero(top) / (qmax if signed else (1 << lim.act_bits) - 1), "output scale", layer.name)
+            with np.errstate(over="ignore", under="ignore"):
+                M = s_acc / s_out
+                A = bias / s_out
+            _scale(M, "real multiplier (accumulator scale / output scale)", layer.name, lo=0.0)
+            _scale(A, "addend (bias / output scale)", layer.name, lo=None)
             if granularity == "tensor":
                 M = np.float64(M[0])
-            rq, err = requant_from_scale(M, acc_lo, acc_hi, bias / s_out, lim.act_bits, signed, lim)
+            rq, err = requant_from_scale(M, acc_lo, acc_hi, A, lim.act_bits, signed, lim)
             under = np.atleast_1d(rq.mul) == 0
             if np.any(under & (np.atleast_1d(M) > 0)):
-                found.append(Violation("multiplier_underflow", layer.name,
-                                       f"real multiplier {float(np.min(M)):.3g}",
-                                       f">= 2^-{lim.shift_max} (mul >= 1 at shift {lim.shift_max})",
-                                       "rescale the layer (its outputs are negligible against its inputs)"))
+                found.append(
+                    Violation(
+                        "multiplier_underflow",
+                        layer.name,
+                        f"real multiplier {float(np.min(M)):.3g}",
+                        f">= 2^-{lim.shift_max} (mul >= 1 at shift {lim.shift_max})",
+                        "rescale the layer (its outputs are negligible against its inputs)",
+                    )
+                )
             if isinstance(layer, GemmLayer):
                 q = QGemm(layer.name, Wq, None, rq)
             else:
                 q = QConv2d(layer.name, Wq, layer.in_shape, None, rq, layer.stride, layer.padding, layer.groups)
             qlayers.append(q)
-            infos.append(dict(name=layer.name, fused=(layer.name,) + ((nxt.name,) if fuse else ()),
-                              in_scale=s_cur, out_scale=s_out, weight_scale=s_w, weight_error=w_err,
-                              mul_rel_error=err, shift=rq.shift,
-                              acc_range=(int(acc_lo.min()), int(acc_hi.max()))))
+            infos.append(
+                dict(
+                    name=layer.name,
+                    fused=(layer.name,) + ((nxt.name,) if fuse else ()),
+                    in_scale=s_cur,
+                    out_scale=s_out,
+                    weight_scale=s_w,
+                    weight_error=w_err,
+                    mul_rel_error=err,
+                    shift=rq.shift,
+                    acc_range=(int(acc_lo.min()), int(acc_hi.max())),
+                )
+            )
             s_cur = s_out
             lo_cur, hi_cur = rq.out_range
             i += 2 if fuse else 1
@@ -538,8 +817,8 @@ def mapper(layers: Any, limits: "SiracusaLimits | str | None" = None, *, calibra
             infos.append(dict(name=layer.name, fused=(layer.name,), in_scale=s_cur, out_scale=s_cur))
             lo_cur, hi_cur = 0, min(hi_cur, rq.out_range[1])
             i += 1
-        else:   # IntLIFLayer
-            q, info = _quantize_lif(layer, pending, s_cur, lo_cur, hi_cur, vmax.get(layer.name, 0.0), lim)
+        else:  # IntLIFLayer
+            q, info = _quantize_lif(layer, pending, s_cur, lo_cur, hi_cur, vmax.get(layer.name, 0.0), lim, found)
             qlayers.append(q)
             infos.append(info)
             pending = None
@@ -547,10 +826,19 @@ def mapper(layers: Any, limits: "SiracusaLimits | str | None" = None, *, calibra
             i += 1
 
     out_scale = float(np.max(s_cur)) if np.ndim(s_cur) else float(s_cur)
-    cfg = SiracusaConfig(layers=tuple(qlayers), n_input=int(x.shape[-1]), input_bits=in_bits,
-                         input_signed=bool(input_signed), input_scale=float(input_scale),
-                         output_scale=out_scale, rows=int(rows), buffering=int(buffering), l1_budget=l1_budget,
-                         use_weight_memory=bool(use_weight_memory), limits_name=_limits_key(lim))
+    cfg = SiracusaConfig(
+        layers=tuple(qlayers),
+        n_input=int(x.shape[-1]),
+        input_bits=in_bits,
+        input_signed=bool(input_signed),
+        input_scale=float(input_scale),
+        output_scale=out_scale,
+        rows=int(rows),
+        buffering=int(buffering),
+        l1_budget=l1_budget,
+        use_weight_memory=bool(use_weight_memory),
+        limits_name=_limits_key(lim),
+    )
     elig = {q.name: npu_eligibility(q, lim) for q in qlayers}
     if npu == "auto":
         cfg = cfg.replace(npu_layers=tuple(q.name for q in qlayers if elig[q.name][0]))
@@ -560,26 +848,73 @@ def mapper(layers: Any, limits: "SiracusaLimits | str | None" = None, *, calibra
     placement = place_memory(cfg, lim)
     found.extend(check_constraints(cfg, lim, plans=plans, placement=placement))
     reports = tuple(
-        LayerReport(kind=type(q).__name__, npu_eligible=elig[q.name][0], npu_reason=elig[q.name][1],
-                    placement=placement.weights[q.name], tile=plan, **info)
-        for q, plan, info in zip(qlayers, plans, infos))
+        LayerReport(
+            kind=type(q).__name__,
+            npu_eligible=elig[q.name][0],
+            npu_reason=elig[q.name][1],
+            placement=placement.weights[q.name],
+            tile=plan,
+            **info,
+        )
+        for q, plan, info in zip(qlayers, plans, infos)
+    )
     spec = Specification(tuple(layers), cfg, reports, placement, tuple(plans), tuple(found))
     if check and found:
         raise ConstraintError(found, device=lim.name)
     return spec
 
 
+def _nonzero(top: float) -> float:
+    """The largest calibration magnitude, or 1e-30 when the data are all zero (any scale would do)."""
+    return top if top > 0 else 1e-30
+
+
+def _scale(value: Any, what: str, layer: str, lo: float | None = SCALE_MIN) -> Any:
+    """``value`` when every entry is finite and within ``[lo, SCALE_MAX]`` in magnitude (``lo=None``: only
+    the upper bound, ``lo=0.0``: non-negative); else a QuantizationError naming the layer, the scale and
+    the offending value (an infinite or zero scale would turn every integer into garbage)."""
+    arr = np.asarray(value, dtype=np.float64)
+    mag = np.abs(arr)
+    bad = ~np.isfinite(arr) | (mag > SCALE_MAX)
+    if lo is not None:
+        bad |= arr < lo
+    if np.any(bad):
+        shown = float(arr.reshape(-1)[int(np.flatnonzero(bad.reshape(-1))[0])])
+        bounds = f"within +-{SCALE_MAX:.3g}" if lo is None else f"in [{lo:.3g}, {SCALE_MAX:.3g}]"
+        raise QuantizationError(
+            what,
+            value=shown,
+            limit=f"a finite value {bounds}",
+            where=layer,
+            fix="rescale the layer's weights, biases or the calibration data into a moderate range "
+            "(subnormal or huge values have no usable integer scale)",
+        )
+    return value
+
+
 def _limits_key(lim: SiracusaLimits) -> str:
     from pondlib.devices.siracusa.limits import LIMITS
+
     for key, value in LIMITS.items():
         if value == lim:
             return key
     return "siracusa"
 
 
-def _quantize_lif(layer: IntLIFLayer, pending: dict | None, s_in: Any, lo: int, hi: int, vpeak: float,
-                  lim: SiracusaLimits) -> tuple[QLIF, dict]:
-    """Integer LIF parameters (see the module docstring) with the largest overflow-free shift."""
+def _quantize_lif(
+    layer: IntLIFLayer,
+    pending: dict | None,
+    s_in: Any,
+    lo: int,
+    hi: int,
+    vpeak: float,
+    lim: SiracusaLimits,
+    found: list[Violation],
+) -> tuple[QLIF, dict]:
+    """Integer LIF parameters (see the module docstring) with the largest overflow-free shift.
+
+    A threshold below half a state step becomes 1 (the smallest positive integer threshold); an input
+    multiplier that rounds to 0 is a ``multiplier_underflow`` violation appended to ``found``."""
     n = layer.n
     if pending is not None:
         # HWC layout after a convolution: value i belongs to channel i % O (per-channel scales repeat)
@@ -590,27 +925,52 @@ def _quantize_lif(layer: IntLIFLayer, pending: dict | None, s_in: Any, lo: int, 
         s_I, b_prev = np.broadcast_to(np.asarray(s_in, dtype=float), (n,)), np.zeros(n)
     s_lo, s_hi = int_range(layer.state_bits, True)
     vmax = max(vpeak, float(np.max(np.abs(layer.threshold))), 1e-30)
-    s_v = vmax / s_hi
+    s_v = _scale(vmax / s_hi, "state scale", layer.name)
     beta_f = layer.alpha
-    in_f = layer.gain * s_I / s_v
-    add_f = (layer.bias + layer.gain * b_prev) / s_v
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        in_f = _scale(
+            layer.gain * s_I / s_v, "input multiplier (gain x input scale / state scale)", layer.name, lo=None
+        )
+        add_f = _scale((layer.bias + layer.gain * b_prev) / s_v, "addend (bias / state scale)", layer.name, lo=None)
     imax = max(abs(lo), abs(hi))
     top = (1 << 31) - 1
     shift = 0
-    for s in range(min(lim.shift_max, 30), -1, -1):
-        bm, im, am = (np.rint(beta_f * 2.0 ** s), np.rint(in_f * 2.0 ** s), np.rint(add_f * 2.0 ** s))
-        rnd = 2.0 ** (s - 1) if s > 0 else 0.0
-        if np.all(abs(s_lo) * np.abs(bm) + imax * np.abs(im) + np.abs(am) + rnd <= top):
-            shift = s
-            break
-    bm = np.rint(beta_f * 2.0 ** shift).astype(np.int64)
-    im = np.rint(in_f * 2.0 ** shift).astype(np.int64)
-    am = np.rint(add_f * 2.0 ** shift).astype(np.int64)
+    with np.errstate(over="ignore"):  # an overflowing bound is inf: that shift does not fit
+        for s in range(min(lim.shift_max, 30), -1, -1):
+            bm, im, am = (np.rint(beta_f * 2.0**s), np.rint(in_f * 2.0**s), np.rint(add_f * 2.0**s))
+            rnd = 2.0 ** (s - 1) if s > 0 else 0.0
+            if np.all(abs(s_lo) * np.abs(bm) + imax * np.abs(im) + np.abs(am) + rnd <= top):
+                shift = s
+                break
+    # Saturated before the cast: a value no shift brings into int32 is kept beyond int32 (within int64)
+    # and reported by check_constraints (lif_overflow), never wrapped.
+    bm = sat(np.rint(beta_f * 2.0**shift), 63)
+    im = sat(np.rint(in_f * 2.0**shift), 63)
+    am = sat(np.rint(add_f * 2.0**shift), 63)
     thr = np.clip(np.rint(layer.threshold / s_v), 1, s_hi).astype(np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        errs = [np.where(f > 0, np.abs(q / 2.0 ** shift - f) / np.where(f > 0, f, 1), 0)
-                for f, q in ((beta_f, bm), (in_f, im))]
+        errs = [
+            np.where(f > 0, np.abs(q / 2.0**shift - f) / np.where(f > 0, f, 1), 0)
+            for f, q in ((beta_f, bm), (in_f, im))
+        ]
+    if np.any((im == 0) & (in_f != 0)):
+        found.append(
+            Violation(
+                "multiplier_underflow",
+                layer.name,
+                f"input multiplier {float(np.min(np.abs(in_f[in_f != 0]))):.3g} (gain x input scale / state scale)",
+                f">= 2^-{shift} (in_mul >= 1 at shift {shift})",
+                "rescale the layer: its input is negligible against its threshold and state range",
+            )
+        )
     q = QLIF(layer.name, bm, im, am, shift, thr, layer.state_bits, layer.reset, layer.compare)
-    info = dict(name=layer.name, fused=(layer.name,), in_scale=s_I, out_scale=1.0, shift=shift,
-                mul_rel_error=float(max(np.max(e) for e in errs)), acc_range=(lo, hi))
+    info = dict(
+        name=layer.name,
+        fused=(layer.name,),
+        in_scale=s_I,
+        out_scale=1.0,
+        shift=shift,
+        mul_rel_error=float(max(np.max(e) for e in errs)),
+        acc_range=(lo, hi),
+    )
     return q, info

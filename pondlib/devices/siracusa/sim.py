@@ -33,12 +33,13 @@ key                content
 Example (RequantShift rounding, then a tiny GEMM and a LIF):
 
     >>> import numpy as np
-    >>> from pondlib.devices.siracusa.config import RequantShift
+    >>> from pondlib.devices.siracusa.specification import RequantShift
     >>> requant_shift(np.array([-3, -5, 3, 5, -4]), RequantShift(mul=1, div=2)).tolist()
     [-1, -2, 2, 3, -2]
     >>> wrap32(np.array([2**31, -2**31 - 1])).tolist()
     [-2147483648, 2147483647]
-    >>> from pondlib.devices.siracusa.config import QGemm, QLIF, SiracusaConfig
+    >>> from pondlib.devices.siracusa.config import SiracusaConfig
+    >>> from pondlib.devices.siracusa.specification import QGemm, QLIF
     >>> cfg = SiracusaConfig(n_input=1, layers=(
     ...     QGemm("fc", weight=[[10]]),                                    # raw acc -> LIF
     ...     QLIF("lif", beta_mul=[2], in_mul=[4], add=[0], shift=2, threshold=[25])))
@@ -56,19 +57,13 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.devices.siracusa.config import (
-    QConv2d,
-    QGemm,
-    QLIF,
-    QRequant,
-    RequantShift,
-    SiracusaConfig,
-    validate_config,
-)
+from pondlib.devices.core.inputs import integer_input
+from pondlib.devices.siracusa.config import SiracusaConfig, check_constraints
+from pondlib.devices.siracusa.specification import QLIF, QConv2d, QGemm, QRequant, RequantShift
 from pondlib.errors import ConfigError, SimulationError
+from pondlib.validate import as_float_array, check_bool
 
-__all__ = ["wrap32", "requant_shift", "gemm_acc", "conv2d_acc", "lif_step", "SiracusaSim",
-           "quantize_input"]
+__all__ = ["wrap32", "requant_shift", "gemm_acc", "conv2d_acc", "lif_step", "SiracusaSim", "quantize_input"]
 
 _M32 = (1 << 32) - 1
 _H32 = 1 << 31
@@ -90,15 +85,15 @@ def requant_shift(x: Any, rq: RequantShift) -> np.ndarray:
     x = np.asarray(x, dtype=np.int64)
     n = x.shape[-1] if x.ndim else 1
     mul, add = _channel(rq.mul, n), _channel(rq.add, n)
-    t = wrap32(x + rq.in_offset)             # int32 add: wraps
-    t = wrap32(t * mul)                      # int32 multiply: wraps (|t * mul| < 2^62, exact first)
-    t = wrap32(t + add)                      # int32 add: wraps
+    t = wrap32(x + rq.in_offset)  # int32 add: wraps
+    t = wrap32(t * mul)  # int32 multiply: wraps (|t * mul| < 2^62, exact first)
+    t = wrap32(t + add)  # int32 add: wraps
     s = rq.shift
     if s > 0:
-        t = wrap32(t + (1 << (s - 1)))       # round half up: may wrap near INT32_MAX, as on the cores
-    t = t >> s                               # arithmetic shift: floor(t / 2^s), also for t < 0
+        t = wrap32(t + (1 << (s - 1)))  # round half up: may wrap near INT32_MAX, as on the cores
+    t = t >> s  # arithmetic shift: floor(t / 2^s), also for t < 0
     lo, hi = rq.out_range
-    return np.clip(t, lo, hi)                # saturate to the output width
+    return np.clip(t, lo, hi)  # saturate to the output width
 
 
 def gemm_acc(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
@@ -118,9 +113,9 @@ def conv2d_acc(x: np.ndarray, layer: QConv2d) -> np.ndarray:
     xi = np.asarray(x, dtype=np.int64).reshape((-1, H, W, C))
     p = layer.padding
     if p:
-        xi = np.pad(xi, ((0, 0), (p, p), (p, p), (0, 0)))      # zero padding
+        xi = np.pad(xi, ((0, 0), (p, p), (p, p), (0, 0)))  # zero padding
     win = np.lib.stride_tricks.sliding_window_view(xi, (kh, kw), axis=(1, 2))  # (N, H', W', C, kh, kw)
-    win = win[:, ::layer.stride, ::layer.stride]
+    win = win[:, :: layer.stride, :: layer.stride]
     n, ho, wo = win.shape[:3]
     win = win.reshape(n, ho, wo, g, cg, kh, kw)
     w = layer.weight.reshape(kh, kw, cg, g, O // g)
@@ -134,17 +129,17 @@ def lif_step(v: np.ndarray, i_in: np.ndarray, layer: QLIF) -> tuple[np.ndarray, 
     """One integer LIF step: ``(spikes, v_new)`` for state v (..., N) and input I (..., N)."""
     n = layer.n
     beta, in_mul, add = (_channel(layer.beta_mul, n), _channel(layer.in_mul, n), _channel(layer.add, n))
-    t = wrap32(wrap32(v * beta) + wrap32(i_in * in_mul))   # two int32 products and their sum wrap
+    t = wrap32(wrap32(v * beta) + wrap32(i_in * in_mul))  # two int32 products and their sum wrap
     t = wrap32(t + add)
     s = layer.shift
     if s > 0:
-        t = wrap32(t + (1 << (s - 1)))                       # round half up
+        t = wrap32(t + (1 << (s - 1)))  # round half up
     lo, hi = layer.state_range
-    v = np.clip(t >> s, lo, hi)                              # arithmetic shift, saturate to the state
+    v = np.clip(t >> s, lo, hi)  # arithmetic shift, saturate to the state
     thr = layer.threshold
     z = (v >= thr) if layer.compare == ">=" else (v > thr)
     if layer.reset == "subtract":
-        v = np.where(z, wrap32(v - thr), v)                  # 1 <= thr <= v: never wraps when valid
+        v = np.where(z, wrap32(v - thr), v)  # 1 <= thr <= v: never wraps when valid
     else:
         v = np.where(z, 0, v)
     return z.astype(np.int64), v
@@ -153,7 +148,10 @@ def lif_step(v: np.ndarray, i_in: np.ndarray, layer: QLIF) -> tuple[np.ndarray, 
 def quantize_input(x: Any, config: Any) -> np.ndarray:
     """Float input -> the integer input of ``config`` (or of a specification's ``config``).
 
-    ``q = clamp(round(x / input_scale), lo, hi)`` with round half to even (host-side, numpy ``rint``).
+    ``q = clamp(round(x / input_scale), lo, hi)`` with round half to even (host-side, numpy ``rint``):
+    finite values outside the input range saturate (documented, the host's job); NaN, infinities,
+    complex, strings, ragged or empty input and a last axis other than ``n_input`` raise
+    :class:`~pondlib.errors.SimulationError`.
 
     Example:
         >>> from pondlib.devices.siracusa.config import SiracusaConfig
@@ -161,16 +159,57 @@ def quantize_input(x: Any, config: Any) -> np.ndarray:
         >>> quantize_input([[0.2, 1.0, 500.0]], cfg).tolist()
         [[0, 2, 255]]
     """
-    cfg = config if isinstance(config, SiracusaConfig) else config.config
-    arr = np.asarray(x, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise SimulationError("non-finite input", where="x", fix="replace NaN/inf before quantizing")
+    cfg = config if isinstance(config, SiracusaConfig) else getattr(config, "config", None)
+    if not isinstance(cfg, SiracusaConfig):
+        raise ConfigError(
+            "config",
+            value=f"a {type(config).__name__}",
+            limit="a SiracusaConfig or a Specification",
+            where="quantize_input",
+            fix="pass spec.config or the specification",
+        )
+    arr = as_float_array(
+        x,
+        "x",
+        where="quantize_input",
+        error=SimulationError,
+        fix="pass finite real numbers (replace NaN/inf before quantizing)",
+    )
+    if arr.ndim == 0 or arr.shape[-1] != cfg.n_input:
+        raise SimulationError(
+            "input shape",
+            value=arr.shape,
+            limit=f"(..., {cfg.n_input})",
+            where="quantize_input",
+            fix="pass one column per input",
+        )
     lo, hi = cfg.input_range
-    return np.clip(np.rint(arr / cfg.input_scale), lo, hi).astype(np.int64)
+    with np.errstate(over="ignore"):  # beyond float64: inf, which saturates like any large value
+        return np.clip(np.rint(arr / cfg.input_scale), lo, hi).astype(np.int64)
+
+
+#: Rules checked even with ``SiracusaSim(config, validate=False)``: int8 weights, int32 biases and
+#: RequantShift parameters, shifts and state widths the int64 model holds, chaining shapes. Within them
+#: every product and sum of the simulation is exact in int64 (the int32 wrap-around is modelled).
+SAFETY_RULES = frozenset(
+    {
+        "layer_shape",
+        "weight_range",
+        "bias_range",
+        "mul_range",
+        "add_range",
+        "div_power_of_two",
+        "shift_range",
+        "out_bits",
+        "lif_options",
+    }
+)
 
 
 class SiracusaSim:
-    """Bit-precise simulator of a :class:`SiracusaConfig` (validated on construction).
+    """Bit-precise simulator of a :class:`SiracusaConfig` (validated on construction; with
+    ``validate=False`` only the :data:`SAFETY_RULES` are enforced: the chip's overflow, tiling and memory
+    rules are then the caller's business, but the simulation stays exact).
 
     ``evolve(x, record)`` returns ``(output, state, record)``: the last layer's integer output
     ``(T, n_out)`` / ``(B, T, n_out)``, the LIF states ``{name: v}`` and the record dict (module
@@ -179,23 +218,28 @@ class SiracusaSim:
 
     def __init__(self, config: SiracusaConfig, validate: bool = True) -> None:
         if not isinstance(config, SiracusaConfig):
-            raise ConfigError("not a SiracusaConfig", value=type(config).__name__,
-                              fix="build one with config_from_specification or SiracusaConfig(...)")
-        if validate:
-            problems = validate_config(config)
-            if problems:
-                raise ConfigError(problems=problems, where="SiracusaSim")
+            raise ConfigError(
+                "not a SiracusaConfig",
+                value=type(config).__name__,
+                fix="build one with config_from_specification or SiracusaConfig(...)",
+            )
+        validate = check_bool(validate, "validate", where="SiracusaSim", error=ConfigError)
+        found = check_constraints(config)
+        if not validate:  # the rules whose breach would make the int64 model itself wrong still hold
+            found = [v for v in found if v.rule in SAFETY_RULES]
+        if found:
+            raise ConfigError(problems=[str(v) for v in found], where="SiracusaSim")
         self.config = config
         self._state: dict[str, np.ndarray] | None = None
         self._batch: int | None = None
 
     @classmethod
-    def from_config(cls, config: SiracusaConfig) -> "SiracusaSim":
+    def from_config(cls, config: SiracusaConfig) -> SiracusaSim:
         """A simulator for ``config`` (raises ConfigError listing every problem)."""
         return cls(config)
 
     @classmethod
-    def from_specification(cls, spec: Any) -> "SiracusaSim":
+    def from_specification(cls, spec: Any) -> SiracusaSim:
         """A simulator for a mapper :class:`~pondlib.devices.siracusa.mapper.Specification`."""
         return cls(spec.config)
 
@@ -213,56 +257,56 @@ class SiracusaSim:
     def _check_input(self, x: Any) -> tuple[np.ndarray, bool]:
         cfg = self.config
         lo, hi = cfg.input_range
-        fix = f"pass integers in [{lo}, {hi}] of shape (T, {cfg.n_input}) or (B, T, {cfg.n_input}) " \
-              "(quantize float input with quantize_input)"
-        arr = np.asarray(x)
-        if arr.dtype.kind not in "biuf":
-            raise SimulationError("input dtype", value=str(arr.dtype), limit="integers", where="x", fix=fix)
-        if arr.ndim not in (2, 3) or arr.shape[-1] != cfg.n_input:
-            raise SimulationError("input shape", value=arr.shape,
-                                  limit=f"(T, {cfg.n_input}) or (B, T, {cfg.n_input})", where="x", fix=fix)
-        if arr.dtype.kind == "f":
-            ok = np.isfinite(arr) & (arr == np.rint(np.where(np.isfinite(arr), arr, 0)))
-            if not ok.all():
-                idx = tuple(int(i) for i in np.argwhere(~ok)[0])
-                raise SimulationError("non-integer input", value=float(arr[idx]), limit="an integer",
-                                      where=f"x{list(idx)}", fix=fix)
-        bad = (arr < lo) | (arr > hi)
-        if bad.any():   # never clipped silently: the host must quantize into range
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise SimulationError("input out of range", value=arr[idx].item(), limit=f"[{lo}, {hi}]",
-                                  where=f"x{list(idx)}", fix=fix)
-        return arr.astype(np.int64), arr.ndim == 3
+        fix = (
+            f"pass integers in [{lo}, {hi}] of shape (T, {cfg.n_input}) or (B, T, {cfg.n_input}) "
+            "(quantize float input with quantize_input)"
+        )
+        # never clipped silently: the host must quantize into range
+        arr = integer_input(x, cfg.n_input, where="SiracusaSim.evolve", lo=lo, hi=hi, fix=fix)
+        return arr, arr.ndim == 3
 
-    def evolve(self, x: Any, record: bool = False
-               ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Run the deployment on integer input ``x`` (see the class and module docstrings)."""
+    def evolve(self, x: Any, record: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Run the deployment on integer input ``x`` (see the class and module docstrings).
+
+        Raises:
+            SimulationError: input that is not integers within the configuration's input range of shape
+                (T, N_in) / (B, T, N_in) (NaN, fractions, complex, strings, ragged, empty, wrong width),
+                or a batch size that differs from the state's (call :meth:`reset_state`).
+        """
+        record = check_bool(record, "record", where="SiracusaSim.evolve", error=SimulationError)
         h, batched = self._check_input(x)
         if not batched:
             h = h[None]
             if self._batch is not None:
-                raise SimulationError("unbatched input after a batched run", value=h.shape[1:],
-                                      limit=f"(B={self._batch}, T, N_in)", where="x",
-                                      fix="call reset_state() first")
+                raise SimulationError(
+                    "unbatched input after a batched run",
+                    value=h.shape[1:],
+                    limit=f"(B={self._batch}, T, N_in)",
+                    where="x",
+                    fix="call reset_state() first",
+                )
         elif self._state is not None and self._batch not in (None, h.shape[0]):
-            raise SimulationError("batch size", value=h.shape[0], limit=self._batch, where="x.shape[0]",
-                                  fix="call reset_state() before a different batch size")
+            raise SimulationError(
+                "batch size",
+                value=h.shape[0],
+                limit=self._batch,
+                where="x.shape[0]",
+                fix="call reset_state() before a different batch size",
+            )
         B, T = h.shape[:2]
         state = dict(self._state or {})
         rec: dict[str, np.ndarray] = {}
         for layer in self.config.layers:
             name = layer.name
             if isinstance(layer, (QGemm, QConv2d)):
-                acc = gemm_acc(h, layer.weight, layer.bias) if isinstance(layer, QGemm) \
-                    else conv2d_acc(h, layer)
+                acc = gemm_acc(h, layer.weight, layer.bias) if isinstance(layer, QGemm) else conv2d_acc(h, layer)
                 if record:
                     rec[f"{name}/acc"] = acc
                 if layer.requant is None:
                     h = acc
-                elif isinstance(layer, QConv2d):   # channel = last axis of the HWC layout
+                elif isinstance(layer, QConv2d):  # channel = last axis of the HWC layout
                     o = layer.out_shape[2]
-                    h = requant_shift(acc.reshape(acc.shape[:-1] + (-1, o)), layer.requant
-                                      ).reshape(acc.shape)
+                    h = requant_shift(acc.reshape(acc.shape[:-1] + (-1, o)), layer.requant).reshape(acc.shape)
                 else:
                     h = requant_shift(acc, layer.requant)
             elif isinstance(layer, QRequant):
@@ -272,7 +316,7 @@ class SiracusaSim:
                 v = np.zeros((B, layer.n), dtype=np.int64) if v is None else np.broadcast_to(v, (B, layer.n))
                 zs = np.zeros((B, T, layer.n), dtype=np.int64)
                 vs = np.zeros((B, T, layer.n), dtype=np.int64)
-                for t in range(T):                 # the state is carried step to step
+                for t in range(T):  # the state is carried step to step
                     z, v = lif_step(v, h[:, t], layer)
                     zs[:, t], vs[:, t] = z, v
                 state[name] = v.copy()

@@ -28,7 +28,8 @@ layers and LIFs are not eligible (the NPU runs convolutions only).
 
 Example:
     >>> import numpy as np
-    >>> from pondlib.devices.siracusa.config import QGemm, RequantShift, SiracusaConfig
+    >>> from pondlib.devices.siracusa.config import SiracusaConfig
+    >>> from pondlib.devices.siracusa.specification import QGemm, RequantShift
     >>> g = QGemm("fc", weight=np.zeros((512, 256), dtype=int), requant=RequantShift(mul=1))
     >>> plan = plan_layer(g, rows=64, budget=64_000, buffering=1)
     >>> plan.tile, plan.n_tiles, plan.tile_bytes <= 64_000
@@ -47,17 +48,33 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pondlib.devices.siracusa.config import QConv2d, QGemm, QLIF, QRequant, SiracusaConfig
 from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
-from pondlib.errors import Violation
+from pondlib.devices.siracusa.specification import QLIF, QConv2d, QGemm, QRequant
+from pondlib.errors import ConfigError, Violation
+from pondlib.validate import check_int, check_type
 
-__all__ = ["TilePlan", "plan_layer", "plan_tiles", "Placement", "place_memory", "npu_eligibility",
-           "weight_bytes", "activation_bytes"]
+if TYPE_CHECKING:  # annotations only: the configuration imports this module
+    from pondlib.devices.siracusa.config import SiracusaConfig
 
-_PARAM_BYTES = 8      # int32 mul + int32 add per output channel in L1
-_ACC_BYTES = 4        # int32 accumulator / LIF input
+__all__ = [
+    "TilePlan",
+    "plan_layer",
+    "plan_tiles",
+    "Placement",
+    "place_memory",
+    "npu_eligibility",
+    "weight_bytes",
+    "activation_bytes",
+    "ROWS_MAX",
+]
+
+#: Most input rows per inference (GEMM M) a configuration or a tile plan takes.
+ROWS_MAX = 2**20
+
+_PARAM_BYTES = 8  # int32 mul + int32 add per output channel in L1
+_ACC_BYTES = 4  # int32 accumulator / LIF input
 
 
 @dataclass(frozen=True)
@@ -107,15 +124,25 @@ def _split(total: int, size: int) -> list[int]:
     return [min(size, total - i) for i in range(0, total, size)]
 
 
-def plan_layer(layer: Any, rows: int = 1, budget: int = 64_000, buffering: int = 2,
-               limits: "SiracusaLimits | str | None" = None) -> TilePlan:
-    """The L1 tile plan of one layer (see the module docstring for the footprint formulas)."""
+def plan_layer(
+    layer: Any, rows: int = 1, budget: int = 64_000, buffering: int = 2, limits: SiracusaLimits | str | None = None
+) -> TilePlan:
+    """The L1 tile plan of one layer (see the module docstring for the footprint formulas).
+
+    Raises:
+        ConfigError: ``layer`` not an integer layer, ``rows`` or ``budget`` not whole numbers >= 1,
+            ``buffering`` not 1 or 2.
+    """
     lim = get_limits(limits)
-    buf = 2 if buffering == 2 else 1
+    where = "plan_layer"
+    check_type(layer, "layer", (QGemm, QConv2d, QRequant, QLIF), where=where, error=ConfigError)
+    rows = check_int(rows, "rows", lo=1, hi=ROWS_MAX, where=where, error=ConfigError)
+    budget = check_int(budget, "budget", lo=1, where=where, error=ConfigError)
+    buf = check_int(buffering, "buffering", lo=1, hi=2, where=where, error=ConfigError)
     cap = budget // buf
     name = layer.name
     if isinstance(layer, QGemm):
-        K, O, M = layer.n_in, layer.n_out, max(int(rows), 1)
+        K, O, M = layer.n_in, layer.n_out, rows
         ob = _out_bytes(layer)
         best = None
         for o in _o_candidates(O, lim.gemm_chunk_quantum):
@@ -128,10 +155,21 @@ def plan_layer(layer: Any, rows: int = 1, budget: int = 64_000, buffering: int =
         o_min = _o_candidates(O, lim.gemm_chunk_quantum)[-1]
         min_bytes = (K + K * o_min + _PARAM_BYTES * o_min + o_min * ob) * buf
         if best is None:
-            return TilePlan(name, "gemm", {"m": 0, "o": 0}, 0, 0, 0, buf, budget, False,
-                            f"K = {K} is never tiled; the smallest tile (m = 1, o = {o_min}) needs "
-                            f"{min_bytes} B > {budget} B: reduce K, split the layer or raise the L1 "
-                            f"budget", min_bytes)
+            return TilePlan(
+                name,
+                "gemm",
+                {"m": 0, "o": 0},
+                0,
+                0,
+                0,
+                buf,
+                budget,
+                False,
+                f"K = {K} is never tiled; the smallest tile (m = 1, o = {o_min}) needs "
+                f"{min_bytes} B > {budget} B: reduce K, split the layer or raise the L1 "
+                f"budget",
+                min_bytes,
+            )
         n, m, o = best
         tb = m * K + K * o + _PARAM_BYTES * o + m * o * ob
         ins, outs, ws = [], [], []
@@ -140,9 +178,22 @@ def plan_layer(layer: Any, rows: int = 1, budget: int = 64_000, buffering: int =
                 ins.append(mm * K)
                 ws.append(K * oo + _PARAM_BYTES * oo)
                 outs.append(mm * oo * ob)
-        return TilePlan(name, "gemm", {"m": m, "o": o}, n, tb, tb * buf, buf, budget, True,
-                        "whole layer in one tile" if n == 1 else f"{n} tiles of {m} x {o}",
-                        min_bytes, tuple(ins), tuple(outs), tuple(ws))
+        return TilePlan(
+            name,
+            "gemm",
+            {"m": m, "o": o},
+            n,
+            tb,
+            tb * buf,
+            buf,
+            budget,
+            True,
+            "whole layer in one tile" if n == 1 else f"{n} tiles of {m} x {o}",
+            min_bytes,
+            tuple(ins),
+            tuple(outs),
+            tuple(ws),
+        )
     if isinstance(layer, QConv2d):
         H, W, C = layer.in_shape
         Ho, Wo, O = layer.out_shape
@@ -168,10 +219,21 @@ def plan_layer(layer: Any, rows: int = 1, budget: int = 64_000, buffering: int =
         o_min = _o_candidates(O, lim.gemm_chunk_quantum)[-1]
         min_bytes = sum(need(1, o_min)) * buf
         if best is None:
-            return TilePlan(name, "conv", {"h": 0, "o": 0}, 0, 0, 0, buf, budget, False,
-                            f"input channels (K = {kh * kw * cg}) are never tiled; the smallest tile "
-                            f"(1 output row, o = {o_min}) needs {min_bytes} B > {budget} B: reduce the "
-                            f"width or channels, or raise the L1 budget", min_bytes)
+            return TilePlan(
+                name,
+                "conv",
+                {"h": 0, "o": 0},
+                0,
+                0,
+                0,
+                buf,
+                budget,
+                False,
+                f"input channels (K = {kh * kw * cg}) are never tiled; the smallest tile "
+                f"(1 output row, o = {o_min}) needs {min_bytes} B > {budget} B: reduce the "
+                f"width or channels, or raise the L1 budget",
+                min_bytes,
+            )
         n, h, o = best
         tb = sum(need(h, o))
         ins, outs, ws = [], [], []
@@ -181,11 +243,24 @@ def plan_layer(layer: Any, rows: int = 1, budget: int = 64_000, buffering: int =
                 ins.append(i)
                 ws.append(w)
                 outs.append(out)
-        return TilePlan(name, "conv", {"h": h, "o": o}, n, tb, tb * buf, buf, budget, True,
-                        "whole layer in one tile" if n == 1 else f"{n} tiles of {h} rows x {o} channels",
-                        min_bytes, tuple(ins), tuple(outs), tuple(ws))
+        return TilePlan(
+            name,
+            "conv",
+            {"h": h, "o": o},
+            n,
+            tb,
+            tb * buf,
+            buf,
+            budget,
+            True,
+            "whole layer in one tile" if n == 1 else f"{n} tiles of {h} rows x {o} channels",
+            min_bytes,
+            tuple(ins),
+            tuple(outs),
+            tuple(ws),
+        )
     # Element-wise: bytes per value moved in, out, and per-channel parameters kept next to it.
-    N = layer.n_out * max(int(rows), 1)
+    N = layer.n_out * rows
     if isinstance(layer, QLIF):
         sb = (layer.state_bits + 7) // 8
         b_in, b_out, b_par = _ACC_BYTES + sb, sb + 1, 3 * _ACC_BYTES + sb
@@ -195,34 +270,73 @@ def plan_layer(layer: Any, rows: int = 1, budget: int = 64_000, buffering: int =
     n = min(N, cap // per)
     min_bytes = per * buf
     if n < 1:
-        return TilePlan(name, "eltwise", {"n": 0}, 0, 0, 0, buf, budget, False,
-                        f"one value needs {min_bytes} B > {budget} B", min_bytes)
+        return TilePlan(
+            name,
+            "eltwise",
+            {"n": 0},
+            0,
+            0,
+            0,
+            buf,
+            budget,
+            False,
+            f"one value needs {min_bytes} B > {budget} B",
+            min_bytes,
+        )
     sizes = _split(N, n)
-    return TilePlan(name, "eltwise", {"n": n}, len(sizes), n * per, n * per * buf, buf, budget, True,
-                    "whole layer in one tile" if len(sizes) == 1 else f"{len(sizes)} tiles of {n} values",
-                    min_bytes, tuple(s * b_in for s in sizes), tuple(s * b_out for s in sizes),
-                    tuple(s * b_par for s in sizes))
+    return TilePlan(
+        name,
+        "eltwise",
+        {"n": n},
+        len(sizes),
+        n * per,
+        n * per * buf,
+        buf,
+        budget,
+        True,
+        "whole layer in one tile" if len(sizes) == 1 else f"{len(sizes)} tiles of {n} values",
+        min_bytes,
+        tuple(s * b_in for s in sizes),
+        tuple(s * b_out for s in sizes),
+        tuple(s * b_par for s in sizes),
+    )
 
 
-def plan_tiles(config: SiracusaConfig, limits: "SiracusaLimits | str | None" = None) -> list[TilePlan]:
+def plan_tiles(config: SiracusaConfig, limits: SiracusaLimits | str | None = None) -> list[TilePlan]:
     """One :class:`TilePlan` per layer of ``config`` (its rows, buffering and L1 budget)."""
+    _check_config(config, "plan_tiles")
     lim = get_limits(limits if limits is not None else config.limits_name)
     budget = config.l1_budget if config.l1_budget is not None else lim.l1_tile_budget
     return [plan_layer(layer, config.rows, budget, config.buffering, lim) for layer in config.layers]
 
 
-def npu_eligibility(layer: Any, limits: "SiracusaLimits | str | None" = None) -> tuple[bool, str]:
+def _check_config(config: Any, where: str) -> None:
+    """``config`` looks like a :class:`~pondlib.devices.siracusa.config.SiracusaConfig` (checked by its
+    fields: the configuration imports this module, so the type cannot be imported here)."""
+    needed = ("layers", "rows", "buffering", "l1_budget", "limits_name", "npu_layers", "use_weight_memory")
+    if not all(hasattr(config, key) for key in needed):
+        raise ConfigError(
+            "config",
+            value=f"a {type(config).__name__}",
+            limit="a SiracusaConfig",
+            where=where,
+            fix="build one with SiracusaConfig(...) or the mapper",
+        )
+
+
+def npu_eligibility(layer: Any, limits: SiracusaLimits | str | None = None) -> tuple[bool, str]:
     """``(eligible, reason)``: whether N-EUREKA can run ``layer``, and the rule that excludes it.
 
     Example:
         >>> import numpy as np
-        >>> from pondlib.devices.siracusa.config import QConv2d, RequantShift
+        >>> from pondlib.devices.siracusa.specification import QConv2d, RequantShift
         >>> c = QConv2d("c", weight=np.zeros((5, 5, 3, 8), dtype=int), in_shape=(8, 8, 3),
         ...             requant=RequantShift(mul=1))
         >>> npu_eligibility(c)
         (False, 'kernel 5x5 (groups 1): the NPU runs 1x1, 3x3 and 3x3 depthwise only')
     """
     lim = get_limits(limits)
+    check_type(layer, "layer", (QGemm, QConv2d, QRequant, QLIF), where="npu_eligibility", error=ConfigError)
     if isinstance(layer, QGemm):
         shape, stride, what = (1, 1, False), 1, "GEMM as a 1x1 (pointwise) convolution"
     elif isinstance(layer, QConv2d):
@@ -234,8 +348,10 @@ def npu_eligibility(layer: Any, limits: "SiracusaLimits | str | None" = None) ->
     else:
         return False, f"{type(layer).__name__}: the NPU runs convolutions only"
     if shape not in lim.npu_kernels:
-        return False, (f"kernel {shape[0]}x{shape[1]} (groups {getattr(layer, 'groups', 1)}): the NPU runs "
-                       "1x1, 3x3 and 3x3 depthwise only")
+        return False, (
+            f"kernel {shape[0]}x{shape[1]} (groups {getattr(layer, 'groups', 1)}): the NPU runs "
+            "1x1, 3x3 and 3x3 depthwise only"
+        )
     if stride != lim.npu_stride:
         return False, f"stride {stride}: the NPU supports stride {lim.npu_stride} only"
     rq = layer.requant
@@ -253,6 +369,7 @@ def npu_eligibility(layer: Any, limits: "SiracusaLimits | str | None" = None) ->
 
 def weight_bytes(layer: Any) -> int:
     """Bytes of constants of one layer: int8 weights, int32 biases, int32 mul and add per channel."""
+    check_type(layer, "layer", (QGemm, QConv2d, QRequant, QLIF), where="weight_bytes", error=ConfigError)
     if isinstance(layer, (QGemm, QConv2d)):
         o = int(layer.weight.shape[-1])
         n = int(layer.weight.size) + (4 * o if layer.bias is not None else 0)
@@ -266,6 +383,8 @@ def weight_bytes(layer: Any) -> int:
 
 def activation_bytes(layer: Any, rows: int = 1) -> tuple[int, int]:
     """(input, output) bytes of one layer's activations in L2 (raw accumulators are int32)."""
+    check_type(layer, "layer", (QGemm, QConv2d, QRequant, QLIF), where="activation_bytes", error=ConfigError)
+    rows = check_int(rows, "rows", lo=1, hi=ROWS_MAX, where="activation_bytes", error=ConfigError)
     in_b = layer.n_in * (_ACC_BYTES if isinstance(layer, QLIF) else 1)
     out_b = layer.n_out * (_out_bytes(layer) if isinstance(layer, (QGemm, QConv2d)) else 1)
     return in_b * rows, out_b * rows
@@ -290,23 +409,26 @@ class Placement:
     violations: tuple = ()
 
 
-def place_memory(config: SiracusaConfig, limits: "SiracusaLimits | str | None" = None) -> Placement:
+def place_memory(config: SiracusaConfig, limits: SiracusaLimits | str | None = None) -> Placement:
     """Place every layer's constants (L2 first, then L3 for the largest; weight memory for NPU layers).
 
     Example:
         >>> import numpy as np
-        >>> from pondlib.devices.siracusa.config import QGemm, RequantShift, SiracusaConfig
+        >>> from pondlib.devices.siracusa.config import SiracusaConfig
+        >>> from pondlib.devices.siracusa.specification import QGemm, RequantShift
         >>> small = QGemm("a", weight=np.zeros((64, 64), dtype=int), requant=RequantShift(mul=1))
         >>> huge = QGemm("b", weight=np.zeros((64, 40_000), dtype=int), requant=RequantShift(mul=1))
         >>> p = place_memory(SiracusaConfig(layers=(small, huge), n_input=64))
         >>> p.weights
         {'a': 'L2', 'b': 'L3'}
     """
+    _check_config(config, "place_memory")
     lim = get_limits(limits if limits is not None else config.limits_name)
-    rows = max(int(config.rows), 1)
+    rows = config.rows
     wb = {layer.name: weight_bytes(layer) for layer in config.layers}
-    lif_state = sum(layer.n * rows * ((layer.state_bits + 7) // 8)
-                    for layer in config.layers if isinstance(layer, QLIF))
+    lif_state = sum(
+        layer.n * rows * ((layer.state_bits + 7) // 8) for layer in config.layers if isinstance(layer, QLIF)
+    )
     peak = max((sum(activation_bytes(layer, rows)) for layer in config.layers), default=0) + lif_state
     where: dict[str, str] = {}
     wmem_used = 0
@@ -317,7 +439,7 @@ def place_memory(config: SiracusaConfig, limits: "SiracusaLimits | str | None" =
                 wmem_used += wb[layer.name]
     rest = [layer.name for layer in config.layers if layer.name not in where]
     in_l2 = sum(wb[n] for n in rest)
-    for n in sorted(rest, key=lambda k: -wb[k]):     # move the largest constants off-chip first
+    for n in sorted(rest, key=lambda k: -wb[k]):  # move the largest constants off-chip first
         if in_l2 + peak <= lim.l2_bytes:
             break
         where[n] = "L3"
@@ -326,12 +448,21 @@ def place_memory(config: SiracusaConfig, limits: "SiracusaLimits | str | None" =
         where.setdefault(n, "L2")
     violations: list[Violation] = []
     if peak > lim.l2_bytes:
-        violations.append(Violation("l2_fit", "<graph>", f"{peak} B of live activations",
-                                    f"{lim.l2_bytes} B of L2",
-                                    "use fewer rows per inference or smaller layers"))
+        violations.append(
+            Violation(
+                "l2_fit",
+                "<graph>",
+                f"{peak} B of live activations",
+                f"{lim.l2_bytes} B of L2",
+                "use fewer rows per inference or smaller layers",
+            )
+        )
     l3 = sum(wb[n] for n, w in where.items() if w == "L3")
     if l3 > lim.l3_bytes:
-        violations.append(Violation("l3_fit", "<graph>", f"{l3} B of weights in L3", f"{lim.l3_bytes} B",
-                                    "prune or shrink the network"))
+        violations.append(
+            Violation(
+                "l3_fit", "<graph>", f"{l3} B of weights in L3", f"{lim.l3_bytes} B", "prune or shrink the network"
+            )
+        )
     ordered = {layer.name: where[layer.name] for layer in config.layers}
     return Placement(ordered, wb, int(peak), int(in_l2 + peak), tuple(violations))

@@ -13,23 +13,18 @@ The DNN pipeline::
     y, _, record = DNNSim.from_config(cfg).evolve(cfg.quantize_input(x))
     print(estimate(cfg, softmax=True).table())                               # per-layer timing
 
-Files: ``limits`` (chip and board as data), ``mapper`` (SNN mapper and its specification),
-``config`` (synapse words, SNN configuration), ``sim`` (both simulators), ``dnn`` (DNN path),
-``timing`` (DNN timing model calibrated on the paper).
+Files (the file set every device has, then SpiNNaker2's own): ``limits`` (chip and board as data),
+``specification`` (what the SNN mapper produces: neuron models, synapse word formats, populations,
+projections, placement), ``mapper`` (SNN mapper), ``config`` (synapse words, routing, SNN
+configuration), ``sim`` (both simulators), ``report`` (resources, quantization and gaps as data);
+``dnn`` (DNN path), ``timing`` (DNN timing model calibrated on the paper).
 """
 
 from pondlib.devices.spinnaker2.config import (
-    DELAY_WORD,
-    NEURON_MODELS,
-    NO_DELAY_WORD,
-    LIFOptions,
-    NeuronModel,
     PEConfig,
-    NeuronParams,
     PopulationConfig,
     RoutingEntry,
     SpiNNaker2Config,
-    SynapseFormat,
     config_from_specification,
     decode_words,
     encode_words,
@@ -53,18 +48,23 @@ from pondlib.devices.spinnaker2.limits import (
     SpiNNaker2Limits,
     get_limits,
 )
-from pondlib.devices.spinnaker2.mapper import (
-    RULES,
-    SUPPORTED_MODULES,
+from pondlib.devices.spinnaker2.mapper import RULES, SUPPORTED_MODULES, mapper
+from pondlib.devices.spinnaker2.sim import DNNSim, LIFParams, LIFState, SpiNNaker2Sim, f32_fma, lif_step, mla_layer
+from pondlib.devices.spinnaker2.specification import (
+    DELAY_WORD,
+    NEURON_MODELS,
+    NO_DELAY_WORD,
     DeadlineWarning,
+    LIFOptions,
     MappingReport,
+    NeuronModel,
+    NeuronParams,
     PopulationSpec,
     ProjectionSpec,
     Slice,
     Specification,
-    mapper,
+    SynapseFormat,
 )
-from pondlib.devices.spinnaker2.sim import DNNSim, LIFParams, LIFState, SpiNNaker2Sim, f32_fma, lif_step, mla_layer
 from pondlib.devices.spinnaker2.timing import (
     PAPER_ANCHORS,
     PAPER_MODEL,
@@ -77,14 +77,57 @@ from pondlib.devices.spinnaker2.timing import (
 )
 
 __all__ = [
-    "SpiNNaker2Limits", "SPINNAKER2_CHIP", "SPINNAKER2_CHIP_HIGH", "SPINNAKER2_BOARD", "LIMITS", "get_limits",
-    "mapper", "RULES", "SUPPORTED_MODULES", "Specification", "PopulationSpec", "ProjectionSpec", "Slice",
-    "MappingReport", "DeadlineWarning",
-    "SpiNNaker2Config", "NeuronParams", "PopulationConfig", "PEConfig", "RoutingEntry", "LIFOptions", "NeuronModel",
-    "NEURON_MODELS", "SynapseFormat", "DELAY_WORD", "NO_DELAY_WORD", "encode_words", "decode_words",
-    "config_from_specification", "validate_config",
-    "SpiNNaker2Sim", "DNNSim", "LIFParams", "LIFState", "lif_step", "f32_fma", "mla_layer",
-    "MLP", "DenseLayer", "DNNConfig", "DNNLayerConfig", "dnn_mapper", "train_mlp", "default_workers", "DNN_RULES",
-    "TimingModel", "PaperAnchors", "PAPER_ANCHORS", "PAPER_MODEL", "LayerTiming", "TimingReport", "calibrate",
+    "SpiNNaker2Limits",
+    "SPINNAKER2_CHIP",
+    "SPINNAKER2_CHIP_HIGH",
+    "SPINNAKER2_BOARD",
+    "LIMITS",
+    "get_limits",
+    "mapper",
+    "RULES",
+    "SUPPORTED_MODULES",
+    "Specification",
+    "PopulationSpec",
+    "ProjectionSpec",
+    "Slice",
+    "MappingReport",
+    "DeadlineWarning",
+    "SpiNNaker2Config",
+    "NeuronParams",
+    "PopulationConfig",
+    "PEConfig",
+    "RoutingEntry",
+    "LIFOptions",
+    "NeuronModel",
+    "NEURON_MODELS",
+    "SynapseFormat",
+    "DELAY_WORD",
+    "NO_DELAY_WORD",
+    "encode_words",
+    "decode_words",
+    "config_from_specification",
+    "validate_config",
+    "SpiNNaker2Sim",
+    "DNNSim",
+    "LIFParams",
+    "LIFState",
+    "lif_step",
+    "f32_fma",
+    "mla_layer",
+    "MLP",
+    "DenseLayer",
+    "DNNConfig",
+    "DNNLayerConfig",
+    "dnn_mapper",
+    "train_mlp",
+    "default_workers",
+    "DNN_RULES",
+    "TimingModel",
+    "PaperAnchors",
+    "PAPER_ANCHORS",
+    "PAPER_MODEL",
+    "LayerTiming",
+    "TimingReport",
+    "calibrate",
     "estimate",
 ]

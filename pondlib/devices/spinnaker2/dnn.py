@@ -49,18 +49,42 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from pondlib.devices.core.intmath import int_range, sat
+from pondlib.devices.core.lookup import as_graph
+from pondlib.devices.core.numerics import relative_error
 from pondlib.devices.core.rules import raise_violations
 from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, get_limits
-from pondlib.errors import GraphError, QuantizationError, Violation
+from pondlib.errors import ConfigError, GraphError, PondError, QuantizationError, Violation
+from pondlib.validate import (
+    as_float_array,
+    as_int_array,
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    check_type,
+)
 
-__all__ = ["DenseLayer", "MLP", "train_mlp", "DNNLayerConfig", "DNNConfig", "dnn_mapper", "DNN_RULES",
-           "max_tile_columns", "default_workers"]
+__all__ = [
+    "DenseLayer",
+    "MLP",
+    "train_mlp",
+    "DNNLayerConfig",
+    "DNNConfig",
+    "dnn_mapper",
+    "DNN_RULES",
+    "max_tile_columns",
+    "default_workers",
+]
+
+#: Largest requantization shift (an arithmetic right shift of the 64-bit accumulator model).
+SHIFT_MAX = 62
 
 #: Every rule :func:`dnn_mapper` checks.
 DNN_RULES: dict[str, str] = {
@@ -68,6 +92,7 @@ DNN_RULES: dict[str, str] = {
     "worker_sram": "one worker's tile (weights, bias, input, output) fits limits.dnn_worker_bytes",
     "max_workers": "workers of a layer <= usable PEs - 1 (one PE is the scheduler)",
     "bias_range": "quantized biases fit the 32-bit bias word",
+    "shift_range": "the requantization shift f_in + f_w - f_y is within 0..62",
     "dram_capacity": "weights + biases + activations fit in DRAM",
 }
 
@@ -82,19 +107,24 @@ class DenseLayer:
     name: str = ""
 
     def __post_init__(self) -> None:
-        w = np.array(self.weight, dtype=np.float64, copy=True)
-        if w.ndim != 2:
-            raise GraphError("dense weight shape", value=w.shape, limit="(K, N)", where=self.name or "DenseLayer",
-                             fix="pass a 2-D weight matrix (inputs x outputs)")
-        b = np.zeros(w.shape[1]) if self.bias is None else np.array(self.bias, dtype=np.float64, copy=True)
+        check_type(self.name, "name", str, where="DenseLayer", error=GraphError)
+        where = self.name or "DenseLayer"
+        w = as_float_array(self.weight, "weight", where=where, error=GraphError, ndim=2, float32=False).copy()
+        if self.bias is None:
+            b = np.zeros(w.shape[1])
+        else:
+            b = as_float_array(self.bias, "bias", where=where, error=GraphError, ndim=1, allow_empty=True).copy()
         if b.shape != (w.shape[1],):
-            raise GraphError("dense bias shape", value=b.shape, limit=(w.shape[1],),
-                             where=self.name or "DenseLayer", fix="pass one bias per output")
-        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(b))):
-            raise GraphError("dense parameters", value="NaN/inf", limit="finite numbers",
-                             where=self.name or "DenseLayer", fix="replace the non-finite values")
+            raise GraphError(
+                "dense bias shape",
+                value=f"bias {b.shape} for weight {w.shape}",
+                limit=(w.shape[1],),
+                where=where,
+                fix="pass one bias per output",
+            )
         object.__setattr__(self, "weight", w)
         object.__setattr__(self, "bias", b)
+        object.__setattr__(self, "relu", check_bool(self.relu, "relu", where=where, error=GraphError))
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,41 +134,57 @@ class MLP:
     layers: tuple[DenseLayer, ...]
 
     def __post_init__(self) -> None:
+        check_type(self.layers, "layers", (tuple, list), where="MLP", error=GraphError)
         layers = tuple(self.layers)
+        for i, layer in enumerate(layers):
+            check_type(layer, f"layers[{i}]", DenseLayer, where="MLP", error=GraphError)
         if not layers:
             raise GraphError("MLP layers", value=0, limit=">= 1 layer", where="MLP", fix="pass layers")
         named = []
         for i, layer in enumerate(layers):
             if i and layer.weight.shape[0] != layers[i - 1].weight.shape[1]:
-                raise GraphError("layer sizes", value=layer.weight.shape[0], limit=layers[i - 1].weight.shape[1],
-                                 where=layer.name or f"fc{i + 1}", fix="chain the layer sizes")
+                raise GraphError(
+                    "layer sizes",
+                    value=f"weight {layer.weight.shape} after weight {layers[i - 1].weight.shape}",
+                    limit=f"{layers[i - 1].weight.shape[1]} inputs",
+                    where=layer.name or f"fc{i + 1}",
+                    fix="chain the layer sizes",
+                )
             named.append(layer if layer.name else DenseLayer(layer.weight, layer.bias, layer.relu, f"fc{i + 1}"))
         object.__setattr__(self, "layers", tuple(named))
 
     @classmethod
-    def from_arrays(cls, weights: Sequence[Any], biases: Sequence[Any] | None = None,
-                    relu: Sequence[bool] | None = None) -> "MLP":
+    def from_arrays(
+        cls, weights: Sequence[Any], biases: Sequence[Any] | None = None, relu: Sequence[bool] | None = None
+    ) -> MLP:
         """Layers from weight (and bias) arrays; ReLU after every layer but the last by default."""
+        weights = _as_list(weights, "weights", "MLP.from_arrays")
         n = len(weights)
-        biases = [None] * n if biases is None else list(biases)
-        relu = [i < n - 1 for i in range(n)] if relu is None else list(relu)
-        return cls(tuple(DenseLayer(w, b, bool(r)) for w, b, r in zip(weights, biases, relu)))
+        biases = [None] * n if biases is None else _as_list(biases, "biases", "MLP.from_arrays", n)
+        relu = [i < n - 1 for i in range(n)] if relu is None else _as_list(relu, "relu", "MLP.from_arrays", n)
+        return cls(tuple(DenseLayer(w, b, r) for w, b, r in zip(weights, biases, relu)))
 
     @classmethod
-    def from_graph(cls, graph: Any, relu: Sequence[bool] | None = None) -> "MLP":
+    def from_graph(cls, graph: Any, relu: Sequence[bool] | None = None) -> MLP:
         """An MLP from a chain of :class:`~pondlib.graph.LinearWeights` (topological order); ``relu``
         flags per layer (default: all but the last)."""
         from pondlib.graph.modules import LinearWeights
         from pondlib.graph.utils import topological_order
-        g = graph.as_graph() if hasattr(graph, "as_graph") else graph
+
+        g = as_graph(graph)
         mods = topological_order(g)
         bad = [m.name for m in mods if not isinstance(m, LinearWeights)]
         if bad:
-            raise GraphError("DNN graph module", value=bad, limit="LinearWeights only", where="MLP.from_graph",
-                             fix="describe activations with relu=[...]; no neuron modules in a DNN")
+            raise GraphError(
+                "DNN graph module",
+                value=bad,
+                limit="LinearWeights only",
+                where="MLP.from_graph",
+                fix="describe activations with relu=[...]; no neuron modules in a DNN",
+            )
         n = len(mods)
-        relu = [i < n - 1 for i in range(n)] if relu is None else list(relu)
-        return cls(tuple(DenseLayer(m.weights, m.biases, bool(r), m.name) for m, r in zip(mods, relu)))
+        relu = [i < n - 1 for i in range(n)] if relu is None else _as_list(relu, "relu", "MLP.from_graph", n)
+        return cls(tuple(DenseLayer(m.weights, m.biases, r, m.name) for m, r in zip(mods, relu)))
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -146,12 +192,42 @@ class MLP:
         return (self.layers[0].weight.shape[0], *[layer.weight.shape[1] for layer in self.layers])
 
     def forward(self, x: Any, upto: int | None = None) -> np.ndarray:
-        """Float outputs (B, N) of layer ``upto`` (default: the last) for input (B, K)."""
-        h = np.asarray(x, dtype=np.float64)
-        for layer in self.layers[: (len(self.layers) if upto is None else upto + 1)]:
-            h = h @ layer.weight + layer.bias
-            if layer.relu:
-                h = np.maximum(h, 0.0)
+        """Float outputs (B, N) (or (N,) for input (K,)) of layer ``upto`` (default: the last) for input
+        (B, K).
+
+        Raises:
+            QuantizationError: input that is not finite real (B, K) / (K,) numbers, ``upto`` not a layer
+                index, or outputs that overflow float64 (huge weights or inputs).
+        """
+        k = self.sizes[0]
+        h = as_float_array(x, "x", where="MLP.forward", error=QuantizationError, ndim=(1, 2))
+        if h.shape[-1] != k:
+            raise QuantizationError(
+                "x shape",
+                value=h.shape,
+                limit=f"({k},) or (B, {k})",
+                where="MLP.forward",
+                fix="pass one column per input",
+            )
+        last = len(self.layers) - 1
+        upto = (
+            last
+            if upto is None
+            else check_int(upto, "upto", lo=0, hi=last, where="MLP.forward", error=QuantizationError)
+        )
+        with np.errstate(over="ignore", invalid="ignore"):
+            for layer in self.layers[: upto + 1]:
+                h = h @ layer.weight + layer.bias
+                if layer.relu:
+                    h = np.maximum(h, 0.0)
+        if not np.all(np.isfinite(h)):
+            raise QuantizationError(
+                "layer output",
+                value="overflow to inf/NaN in float64",
+                limit="finite outputs",
+                where=f"MLP.forward, {self.layers[upto].name}",
+                fix="scale the weights or the inputs down",
+            )
         return h
 
     def predict(self, x: Any) -> np.ndarray:
@@ -159,12 +235,48 @@ class MLP:
         return np.argmax(self.forward(x), axis=-1)
 
 
-def train_mlp(x: np.ndarray, y: np.ndarray, hidden: Sequence[int] = (128,), *, epochs: int = 30,
-              batch_size: int = 64, lr: float = 1e-3, weight_decay: float = 1e-4, seed: int = 0) -> MLP:
+def _as_list(value: Any, name: str, where: str, n: int | None = None) -> list:
+    """``value`` as a list (a sequence, never a string or an array of scalars), of length ``n`` if given."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise GraphError(
+            name,
+            value=f"a {type(value).__name__}",
+            limit="a sequence (one entry per layer)",
+            where=where,
+            fix=f"pass a list of {name}",
+        )
+    out = list(value)
+    if n is not None and len(out) != n:
+        raise GraphError(
+            f"{name} length",
+            value=len(out),
+            limit=f"{n} (one per layer)",
+            where=where,
+            fix=f"pass one {name} entry per layer",
+        )
+    return out
+
+
+def train_mlp(
+    x: np.ndarray,
+    y: np.ndarray,
+    hidden: Sequence[int] = (128,),
+    *,
+    epochs: int = 30,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    weight_decay: float = 1e-4,
+    seed: int = 0,
+) -> MLP:
     """Train a float ReLU MLP with softmax cross-entropy and Adam (numpy; seeded, deterministic).
 
     Args:
-        x: (N, K) features. y: (N,) integer labels. hidden: hidden layer sizes.
+        x: (N, K) finite features. y: (N,) integer labels in 0..65535. hidden: hidden layer sizes (1..65536).
+        epochs: 0..10^6. batch_size: 1..N. lr: > 0. weight_decay: >= 0. seed: an integer >= 0.
+
+    Raises:
+        PondError: any argument outside the above, or a run whose parameters become non-finite (the
+            message names the epoch; lower ``lr``).
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -173,9 +285,54 @@ def train_mlp(x: np.ndarray, y: np.ndarray, hidden: Sequence[int] = (128,), *, e
         >>> float(np.mean(mlp.predict(x) == y)) > 0.9
         True
     """
-    rng = np.random.default_rng(seed)
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
+    where = "train_mlp"
+    x = as_float_array(x, "x", where=where, ndim=2)
+    y = as_int_array(y, "y", lo=0, hi=2**16 - 1, where=where, ndim=1)  # at most 65536 classes
+    if y.shape[0] != x.shape[0]:
+        raise PondError(
+            "y length",
+            value=f"{y.shape[0]} labels for {x.shape[0]} samples",
+            limit=x.shape[0],
+            where=where,
+            fix="pass one label per sample",
+        )
+    hidden = [check_int(h, "hidden size", lo=1, hi=2**16, where=where) for h in _as_list(hidden, "hidden", where)]
+    epochs = check_int(epochs, "epochs", lo=0, hi=10**6, where=where)
+    batch_size = check_int(
+        batch_size,
+        "batch_size",
+        lo=1,
+        hi=x.shape[0],
+        where=where,
+        fix=f"use a batch size of at most the {x.shape[0]} samples",
+    )
+    lr = check_float(lr, "lr", lo=0.0, lo_open=True, where=where)
+    weight_decay = check_float(weight_decay, "weight_decay", lo=0.0, where=where)
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise PondError(
+            "seed",
+            value=f"a {type(seed).__name__} ({seed!r})",
+            limit="an integer >= 0",
+            where=where,
+            fix="pass an integer seed",
+        )
+    rng = np.random.default_rng(check_int(seed, "seed", lo=0, where=where))
+    with np.errstate(all="ignore"):  # a diverging run is detected below (non-finite parameters), not warned
+        W, B = _adam(x, y, hidden, epochs, batch_size, lr, weight_decay, rng)
+    return MLP.from_arrays(W, B)
+
+
+def _adam(
+    x: np.ndarray,
+    y: np.ndarray,
+    hidden: list[int],
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float,
+    rng: np.random.Generator,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The training loop of :func:`train_mlp` on checked data; raises when the parameters diverge."""
     sizes = [x.shape[1], *hidden, int(y.max()) + 1]
     W = [rng.normal(0, math.sqrt(2.0 / a), size=(a, b)) for a, b in zip(sizes[:-1], sizes[1:])]
     B = [np.zeros(b) for b in sizes[1:]]
@@ -184,10 +341,10 @@ def train_mlp(x: np.ndarray, y: np.ndarray, hidden: Sequence[int] = (128,), *, e
     v = [np.zeros_like(p) for p in params]
     step = 0
     L = len(W)
-    for _ in range(epochs):
+    for epoch in range(epochs):
         perm = rng.permutation(len(x))
         for a in range(0, len(x) - batch_size + 1, batch_size):
-            idx = perm[a:a + batch_size]
+            idx = perm[a : a + batch_size]
             hs = [x[idx]]
             for i in range(L):
                 z = hs[-1] @ W[i] + B[i]
@@ -207,8 +364,16 @@ def train_mlp(x: np.ndarray, y: np.ndarray, hidden: Sequence[int] = (128,), *, e
             for j, (p_, g_) in enumerate(zip(params, gW + gB)):
                 m[j] = 0.9 * m[j] + 0.1 * g_
                 v[j] = 0.999 * v[j] + 0.001 * g_ * g_
-                p_ -= lr * (m[j] / (1 - 0.9 ** step)) / (np.sqrt(v[j] / (1 - 0.999 ** step)) + 1e-8)
-    return MLP.from_arrays(W, B)
+                p_ -= lr * (m[j] / (1 - 0.9**step)) / (np.sqrt(v[j] / (1 - 0.999**step)) + 1e-8)
+        if not all(np.all(np.isfinite(p_)) for p_ in params):
+            raise PondError(
+                "training diverged",
+                value=f"non-finite weights after epoch {epoch + 1}",
+                limit="finite weights",
+                where="train_mlp",
+                fix="lower lr, or scale the features (x) to a moderate range",
+            )
+    return W, B
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,16 +426,30 @@ class DNNConfig:
     report: dict[str, Any] = field(default_factory=dict)
 
     def quantize_input(self, x: Any) -> np.ndarray:
-        """``sat8(round(x 2^input_frac))`` (round half to even; values beyond int8 saturate)."""
-        arr = np.asarray(x, dtype=np.float64)
-        if not np.all(np.isfinite(arr)):
-            raise QuantizationError("DNN input", value="NaN/inf", limit="finite numbers", where="quantize_input",
-                                    fix="replace the non-finite values")
-        return sat(np.rint(np.ldexp(arr, self.input_frac)), 8)
+        """``sat8(round(x 2^input_frac))`` (round half to even; finite values beyond int8 saturate).
+
+        Raises:
+            QuantizationError: input that is not finite real numbers of shape (K,) or (B, K).
+        """
+        k = self.layers[0].weights.shape[0]
+        arr = as_float_array(x, "x", where="DNNConfig.quantize_input", error=QuantizationError, ndim=(1, 2))
+        if arr.shape[-1] != k:
+            raise QuantizationError(
+                "x shape",
+                value=arr.shape,
+                limit=f"({k},) or (B, {k})",
+                where="DNNConfig.quantize_input",
+                fix="pass one column per input",
+            )
+        with np.errstate(over="ignore"):  # beyond float64: inf, which saturates like any large value
+            return sat(np.rint(np.ldexp(arr, self.input_frac)), 8)
 
     def dequantize_output(self, y: Any) -> np.ndarray:
-        """Float values ``y 2^-out_frac`` of the last layer's int8 output."""
-        return np.ldexp(np.asarray(y, dtype=np.float64), -self.layers[-1].out_frac)
+        """Float values ``y 2^-out_frac`` of the last layer's int8 output (integers in -128..127)."""
+        arr = as_int_array(
+            y, "y", lo=-128, hi=127, where="DNNConfig.dequantize_output", error=QuantizationError, allow_empty=True
+        )
+        return np.ldexp(arr.astype(np.float64), -self.layers[-1].out_frac)
 
     @property
     def n_workers(self) -> int:
@@ -278,30 +457,72 @@ class DNNConfig:
         return max(layer.workers for layer in self.layers)
 
     def problems(self) -> list[str]:
-        """Every out-of-range field, as messages (empty when valid)."""
+        """Every out-of-range or malformed field, as messages (empty when valid): what the simulator
+        relies on (types, int8 weights (K, N) chaining from layer to layer, int32 biases (N,), shifts
+        0..62, tiles covering the columns in order, a known overflow mode, acc_bits 8..62)."""
         out = []
-        if self.overflow not in ("error", "wrap"):
+        if not isinstance(self.overflow, str) or self.overflow not in ("error", "wrap"):
             out.append(f"overflow: got {self.overflow!r}, expected 'error' or 'wrap'")
-        if not 8 <= int(self.acc_bits) <= 62:
-            out.append(f"acc_bits: got {self.acc_bits}, expected 8..62")
+        if not _is_int(self.acc_bits) or not 8 <= int(self.acc_bits) <= 62:
+            out.append(f"acc_bits: got {self.acc_bits!r}, expected 8..62")
+        for key in ("input_frac",):
+            if not _is_int(getattr(self, key)):
+                out.append(f"{key}: got {getattr(self, key)!r}, expected an integer")
+        if not isinstance(self.layers, (tuple, list)) or not self.layers:
+            return out + [f"layers: got {self.layers!r}, expected a non-empty tuple of DNNLayerConfig"]
         lo, hi = int_range(32)
-        for layer in self.layers:
+        k_prev = None
+        for i, layer in enumerate(self.layers):
+            if not isinstance(layer, DNNLayerConfig):
+                out.append(f"layers[{i}]: got a {type(layer).__name__}, expected a DNNLayerConfig")
+                k_prev = None
+                continue
+            out += _layer_problems(layer, lo, hi, k_prev)
             w = layer.weights
-            if w.size and (w.min() < -128 or w.max() > 127):
-                out.append(f"{layer.name}.weights: got {int(w.min())}..{int(w.max())}, expected -128..127")
-            if layer.bias.size and (layer.bias.min() < lo or layer.bias.max() > hi):
-                out.append(f"{layer.name}.bias: outside the int32 range")
-            if not 0 <= layer.shift <= 62:
-                out.append(f"{layer.name}.shift: got {layer.shift}, expected 0..62 (an arithmetic right shift)")
-            cover = [c for a, b in layer.tiles for c in range(a, b)]
-            if cover != list(range(w.shape[1])):
-                out.append(f"{layer.name}.tiles: do not cover the {w.shape[1]} columns in order")
+            k_prev = w.shape[1] if isinstance(w, np.ndarray) and w.ndim == 2 else None
         return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _layer_problems(layer: DNNLayerConfig, lo: int, hi: int, k_prev: int | None) -> list[str]:
+    name = layer.name
+    out = []
+    w, b = layer.weights, layer.bias
+    if not isinstance(w, np.ndarray) or w.ndim != 2 or w.dtype.kind not in "iu" or 0 in w.shape:
+        return [
+            f"{name}.weights: got {type(w).__name__} {getattr(w, 'dtype', '')} {np.shape(w)}, "
+            "expected a non-empty 2-D integer array"
+        ]
+    if k_prev is not None and w.shape[0] != k_prev:
+        out.append(f"{name}.weights: {w.shape[0]} inputs, expected {k_prev} (the previous layer's outputs)")
+    if w.min() < -128 or w.max() > 127:
+        out.append(f"{name}.weights: got {int(w.min())}..{int(w.max())}, expected -128..127")
+    if not isinstance(b, np.ndarray) or b.shape != (w.shape[1],) or b.dtype.kind not in "iu":
+        out.append(f"{name}.bias: got {type(b).__name__} {np.shape(b)}, expected integers ({w.shape[1]},)")
+    elif b.size and (b.min() < lo or b.max() > hi):
+        out.append(f"{name}.bias: outside the int32 range")
+    if not _is_int(layer.shift) or not 0 <= layer.shift <= 62:
+        out.append(f"{name}.shift: got {layer.shift!r}, expected 0..62 (an arithmetic right shift)")
+    if not isinstance(layer.relu, (bool, np.bool_)):
+        out.append(f"{name}.relu: got {layer.relu!r}, expected True or False")
+    try:
+        cover = [c for a, e in layer.tiles for c in range(a, e)]
+    except (TypeError, ValueError):
+        cover = None
+    if cover != list(range(w.shape[1])):
+        out.append(f"{name}.tiles: do not cover the {w.shape[1]} columns in order")
+    return out
 
 
 def max_tile_columns(k: int, limits: SpiNNaker2Limits) -> int:
     """Most output columns one worker can hold for a ``k``-input layer: ``(budget - k) // (k + 5)``
-    (weights ``k`` B + bias 4 B + output 1 B per column, plus the ``k``-byte input)."""
+    (weights ``k`` B + bias 4 B + output 1 B per column, plus the ``k``-byte input); < 1 when not even
+    one column fits."""
+    k = check_int(k, "k", lo=1, where="max_tile_columns", error=ConfigError)
+    check_type(limits, "limits", SpiNNaker2Limits, where="max_tile_columns", error=ConfigError)
     return (limits.dnn_worker_bytes - k) // (k + 5)
 
 
@@ -313,18 +534,34 @@ def default_workers(k: int, n: int, limits: SpiNNaker2Limits) -> int:
         >>> default_workers(784, 512, SPINNAKER2_CHIP), default_workers(256, 16, SPINNAKER2_CHIP)
         (5, 1)
     """
+    n = check_int(n, "n", lo=1, where="default_workers", error=ConfigError)
     c = max_tile_columns(k, limits)
-    return max(1, math.ceil(n / c)) if c >= 1 else 1
+    return max(1, -(-n // c)) if c >= 1 else 1
 
 
 def _frac(maxabs: float) -> int:
-    """Largest ``f`` with ``maxabs 2^f <= 127`` (0 for an all-zero tensor)."""
-    return int(math.floor(math.log2(127.0 / maxabs))) if maxabs > 0 else 0
+    """Largest ``f`` with ``maxabs 2^f <= 127`` (0 for an all-zero tensor); exact for subnormal and huge
+    ``maxabs`` (``log2`` of each operand, never of an overflowing quotient)."""
+    if not maxabs > 0:
+        return 0
+    f = int(math.floor(math.log2(127.0) - math.log2(maxabs)))
+    while math.ldexp(maxabs, f) > 127.0:  # guard the floating-point log against an off-by-one
+        f -= 1
+    while math.ldexp(maxabs, f + 1) <= 127.0:
+        f += 1
+    return f
 
 
-def dnn_mapper(mlp: MLP, calibration: Any, limits: SpiNNaker2Limits | str | None = None, *,
-               acc_bits: int | None = None, overflow: str = "error",
-               workers: Mapping[str, int] | None = None, round_shift: bool = True) -> DNNConfig:
+def dnn_mapper(
+    mlp: MLP,
+    calibration: Any,
+    limits: SpiNNaker2Limits | str | None = None,
+    *,
+    acc_bits: int | None = None,
+    overflow: str = "error",
+    workers: Mapping[str, int] | None = None,
+    round_shift: bool = True,
+) -> DNNConfig:
     """Quantize an :class:`MLP` to int8 power-of-two layers and split them over worker PEs.
 
     Args:
@@ -339,21 +576,43 @@ def dnn_mapper(mlp: MLP, calibration: Any, limits: SpiNNaker2Limits | str | None
         QuantizationError: empty or non-finite calibration data.
     """
     lim = get_limits(limits)
-    acc_bits = lim.acc_bits if acc_bits is None else int(acc_bits)
-    cal = np.atleast_2d(np.asarray(calibration, dtype=np.float64))
-    if cal.size == 0 or not np.all(np.isfinite(cal)) or cal.shape[1] != mlp.sizes[0]:
-        raise QuantizationError("calibration data", value=f"shape {cal.shape}", limit=f"finite (B, {mlp.sizes[0]})",
-                                where="dnn_mapper", fix="pass representative float inputs")
-    if overflow not in ("error", "wrap"):
-        raise QuantizationError("overflow mode", value=overflow, limit="'error' or 'wrap'", where="dnn_mapper",
-                                fix="pass overflow='error' or 'wrap'")
+    where = "dnn_mapper"
+    check_type(mlp, "mlp", MLP, where=where, error=QuantizationError, fix="build one with MLP.from_arrays")
+    acc_bits = lim.acc_bits if acc_bits is None else acc_bits
+    acc_bits = check_int(acc_bits, "acc_bits", lo=8, hi=62, where=where, error=QuantizationError)
+    cal = np.atleast_2d(
+        as_float_array(
+            calibration,
+            "calibration",
+            where=where,
+            error=QuantizationError,
+            ndim=(1, 2),
+            fix="pass representative finite float inputs (B, K)",
+        )
+    )
+    if cal.shape[1] != mlp.sizes[0]:
+        raise QuantizationError(
+            "calibration data",
+            value=f"shape {cal.shape}",
+            limit=f"finite (B, {mlp.sizes[0]})",
+            where=where,
+            fix="pass representative float inputs, one column per network input",
+        )
+    check_choice(overflow, "overflow", ("error", "wrap"), where=where, error=QuantizationError)
+    round_shift = check_bool(round_shift, "round_shift", where=where, error=QuantizationError)
+    if workers is not None:
+        check_type(workers, "workers", Mapping, where=where, error=QuantizationError)
+        workers = {
+            k: check_int(v, f"workers[{k!r}]", lo=1, where=where, error=QuantizationError) for k, v in workers.items()
+        }
     workers = dict(workers or {})
     viol: list[Violation] = []
     acc_lim = 1 << (acc_bits - 1)
     b_lo, b_hi = int_range(lim.bias_bits)
     f_in = _frac(float(np.max(np.abs(cal))))
     input_frac = f_in
-    x_max = int(np.max(np.abs(sat(np.rint(np.ldexp(cal, f_in)), 8))))
+    with np.errstate(over="ignore"):
+        x_max = int(np.max(np.abs(sat(np.rint(np.ldexp(cal, f_in)), 8))))
     layers = []
     errors = {}
     total_bytes = 0
@@ -361,55 +620,106 @@ def dnn_mapper(mlp: MLP, calibration: Any, limits: SpiNNaker2Limits | str | None
         K, N = layer.weight.shape
         f_w = _frac(float(np.max(np.abs(layer.weight))))
         wq = np.clip(np.rint(np.ldexp(layer.weight, f_w)), -128, 127).astype(np.int64)
-        y = mlp.forward(cal, upto=i)
+        y = mlp.forward(cal, upto=i)  # QuantizationError when it overflows float64
         f_y = min(_frac(float(np.max(np.abs(y)))), f_in + f_w)
         shift = f_in + f_w - f_y
-        bq = np.rint(np.ldexp(layer.bias, f_in + f_w)).astype(np.int64)
-        if round_shift and shift > 0:
-            bq = bq + (1 << (shift - 1))     # turns the floor of >> into round half up
-        if bq.size and (bq.min() < b_lo or bq.max() > b_hi):
-            viol.append(Violation("bias_range", layer.name, int(np.max(np.abs(bq))), f"{b_lo}..{b_hi}",
-                                  "scale the bias down (it would overflow its 32-bit word)"))
+        if shift > SHIFT_MAX:
+            viol.append(
+                Violation(
+                    "shift_range",
+                    layer.name,
+                    f"shift {shift} (input 2^{-f_in}, weights 2^{-f_w}, output 2^{-f_y})",
+                    f"0..{SHIFT_MAX}",
+                    "rescale the layer: its outputs are vanishingly small against its inputs and weights",
+                )
+            )
+        rnd = 2.0 ** (shift - 1) if round_shift and 0 < shift <= SHIFT_MAX else 0.0
+        with np.errstate(over="ignore"):  # beyond float64: inf, reported as a bias_range violation
+            bq_f = np.rint(np.ldexp(layer.bias, f_in + f_w)) + rnd  # exact below 2^53 (the int32 word)
+        if bq_f.size and (bq_f.min() < b_lo or bq_f.max() > b_hi):
+            viol.append(
+                Violation(
+                    "bias_range",
+                    layer.name,
+                    f"{float(np.max(np.abs(bq_f))):.6g}",
+                    f"{b_lo}..{b_hi}",
+                    "scale the bias down (it would overflow its 32-bit word)",
+                )
+            )
+        bq = sat(np.clip(bq_f, b_lo - 1, b_hi + 1), 64)  # clipped before the cast: stored only to report
         bound = int(np.max(x_max * np.abs(wq).sum(axis=0) + np.abs(bq)))
         worst = int(K * 128 * int(np.max(np.abs(wq))) + int(np.max(np.abs(bq))))
         if bound >= acc_lim and overflow == "error":
-            viol.append(Violation("accumulator_width", layer.name, f"|acc| bound {bound} (inputs <= {x_max})",
-                                  f"< 2^{acc_bits - 1} = {acc_lim}",
-                                  "use overflow='wrap', a wider accumulator (acc_bits=29) or smaller weights"))
+            viol.append(
+                Violation(
+                    "accumulator_width",
+                    layer.name,
+                    f"|acc| bound {bound} (inputs <= {x_max})",
+                    f"< 2^{acc_bits - 1} = {acc_lim}",
+                    "use overflow='wrap', a wider accumulator (acc_bits=29) or smaller weights",
+                )
+            )
         budget = lim.dnn_worker_bytes
         c_max = max_tile_columns(K, lim)
         n_w = workers.pop(layer.name, None)
         if c_max < 1:
-            viol.append(Violation("worker_sram", layer.name, f"{2 * K + 5} B for one column", f"{budget} B",
-                                  "split the input dimension (not supported) or use a smaller layer"))
+            viol.append(
+                Violation(
+                    "worker_sram",
+                    layer.name,
+                    f"{2 * K + 5} B for one column",
+                    f"{budget} B",
+                    "split the input dimension (not supported) or use a smaller layer",
+                )
+            )
             n_w = n_w or 1
         elif n_w is None:
             n_w = math.ceil(N / c_max)
         elif math.ceil(N / n_w) > c_max:
             need = math.ceil(N / n_w)
-            viol.append(Violation("worker_sram", layer.name,
-                                  f"{need * (K + 5) + K} B per worker ({n_w} workers)", f"{budget} B",
-                                  f"use at least {math.ceil(N / c_max)} workers"))
+            viol.append(
+                Violation(
+                    "worker_sram",
+                    layer.name,
+                    f"{need * (K + 5) + K} B per worker ({n_w} workers)",
+                    f"{budget} B",
+                    f"use at least {math.ceil(N / c_max)} workers",
+                )
+            )
         n_w = max(1, min(int(n_w), N))
         if n_w > lim.usable_pes - 1:
-            viol.append(Violation("max_workers", layer.name, n_w, lim.usable_pes - 1,
-                                  "a layer this large needs more PEs than the chip has"))
+            viol.append(
+                Violation(
+                    "max_workers",
+                    layer.name,
+                    n_w,
+                    lim.usable_pes - 1,
+                    "a layer this large needs more PEs than the chip has",
+                )
+            )
         edges = [round(j * N / n_w) for j in range(n_w + 1)]
         tiles = tuple((edges[j], edges[j + 1]) for j in range(n_w))
         deq = np.ldexp(wq.astype(np.float64), -f_w)
-        nw = float(np.linalg.norm(layer.weight))
-        errors[layer.name] = float(np.linalg.norm(deq - layer.weight) / nw) if nw else 0.0
+        errors[layer.name] = relative_error(deq, layer.weight)
         total_bytes += K * N + 4 * N + K + N
-        layers.append(DNNLayerConfig(layer.name, wq, bq, int(shift), bool(layer.relu), tiles, f_in, f_w, f_y,
-                                     bound, worst))
+        layers.append(
+            DNNLayerConfig(layer.name, wq, bq, int(shift), bool(layer.relu), tiles, f_in, f_w, f_y, bound, worst)
+        )
         f_in = f_y
-        x_max = 127   # int8 activations after requantization (0..127 after ReLU)
+        x_max = 127  # int8 activations after requantization (0..127 after ReLU)
     for name in workers:
-        viol.append(Violation("worker_sram", name, "workers for an unknown layer", [lay.name for lay in mlp.layers],
-                              "name a layer of the MLP"))
+        viol.append(
+            Violation(
+                "worker_sram",
+                name,
+                "workers for an unknown layer",
+                [lay.name for lay in mlp.layers],
+                "name a layer of the MLP",
+            )
+        )
     if total_bytes > lim.dram_bytes:
-        viol.append(Violation("dram_capacity", "<model>", f"{total_bytes} B", f"{lim.dram_bytes} B",
-                              "use a smaller model"))
+        viol.append(
+            Violation("dram_capacity", "<model>", f"{total_bytes} B", f"{lim.dram_bytes} B", "use a smaller model")
+        )
     raise_violations(viol, lim.name)
-    return DNNConfig(tuple(layers), input_frac, acc_bits, overflow, lim.name,
-                     {"weight_relative_error": errors})
+    return DNNConfig(tuple(layers), input_frac, acc_bits, overflow, lim.name, {"weight_relative_error": errors})

@@ -21,8 +21,15 @@ operation rounded to float32 (round to nearest even) unless ``fma`` is on:
 Every source (the input and each population) emits its spikes of tick ``t`` into a ring buffer of
 ``max_delay + 2`` slots per target population: a spike at tick ``t`` through a synapse of delay ``d``
 is part of ``E``/``H`` at tick ``t + 1 + d``. Input ``x[b, t, c]`` is the number of spikes source ``c``
-emits at tick ``t`` (a non-negative integer; each one is a packet). The weights the simulator uses are
-decoded from the configuration's 16-bit synapse words (an encoding bug changes the result).
+emits at tick ``t`` (a non-negative integer; each one is a packet; booleans count as 0/1). The weights
+the simulator uses are decoded from the configuration's 16-bit synapse words (an encoding bug changes
+the result).
+
+Input is checked once per call, before any state changes (:func:`~pondlib.devices.core.inputs.integer_input`):
+NaN, fractions, negative counts, complex, strings, ragged, empty or mis-shaped input raise
+:class:`~pondlib.errors.SimulationError`, and so do counts above :attr:`SpiNNaker2Sim.max_input_count`,
+the largest count per source and tick whose synaptic sums stay exact (below 2^53) for this
+configuration: beyond it the sums would silently lose bits or wrap.
 
 The fused multiply-add is emulated exactly: the float32 product is exact in float64 (24 + 24 bits of
 significand fit in 53), the sum is formed in float64 with its exact error (TwoSum), rounded to odd in
@@ -62,7 +69,7 @@ range raises :class:`~pondlib.errors.SimulationError`; with ``"wrap"`` it wraps 
 
 Example (one neuron, alpha = 0.5, threshold 2, one input spike per tick through weight 1):
     >>> import numpy as np
-    >>> from pondlib.devices.spinnaker2.config import LIFOptions
+    >>> from pondlib.devices.spinnaker2.specification import LIFOptions
     >>> p = LIFParams.from_arrays(threshold=[2.0], alpha=[0.5])
     >>> s = LIFState.zeros((1,), 1)
     >>> vs = []
@@ -82,19 +89,25 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pondlib.devices.core.inputs import integer_input
 from pondlib.devices.core.intmath import sat, wrap
-from pondlib.devices.spinnaker2.config import (
-    NEURON_MODELS,
-    LIFOptions,
-    SpiNNaker2Config,
-    decode_words,
-    validate_config,
-)
+from pondlib.devices.spinnaker2.config import SpiNNaker2Config, decode_words, validate_config
 from pondlib.devices.spinnaker2.dnn import DNNConfig
+from pondlib.devices.spinnaker2.specification import NEURON_MODELS, LIFOptions
 from pondlib.errors import ConfigError, SimulationError
+from pondlib.validate import as_float_array, as_int_array, check_bool, check_choice, check_int, check_type
 
-__all__ = ["SpiNNaker2Sim", "DNNSim", "LIFParams", "LIFState", "lif_step", "f32_fma", "mla_layer",
-           "POP_RECORD_KEYS", "POP_STATE_KEYS"]
+__all__ = [
+    "SpiNNaker2Sim",
+    "DNNSim",
+    "LIFParams",
+    "LIFState",
+    "lif_step",
+    "f32_fma",
+    "mla_layer",
+    "POP_RECORD_KEYS",
+    "POP_STATE_KEYS",
+]
 
 #: Per-population record keys (prefixed by the population name and a dot).
 POP_RECORD_KEYS = ("v", "i_syn", "input", "spikes")
@@ -110,21 +123,43 @@ _F32 = np.float32
 def f32_fma(a: Any, b: Any, c: Any) -> np.ndarray:
     """``fmaf(a, b, c)``: ``a * b + c`` with a single rounding to float32 (see the module docstring).
 
-    Inputs are float32 (scalars or arrays, broadcast); finite inputs whose result is finite.
+    Inputs are real numbers within float32 (scalars or arrays, broadcast).
+
+    Raises:
+        SimulationError: NaN, infinities, values beyond float32, complex or non-numeric operands.
     """
+    ops = [
+        as_float_array(v, name, where="f32_fma", error=SimulationError, float32=True)
+        for name, v in (("a", a), ("b", b), ("c", c))
+    ]
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _fma(*ops)
+    if not np.all(np.isfinite(out)):
+        raise SimulationError(
+            "fmaf result",
+            value="beyond float32",
+            limit="a finite float32",
+            where="f32_fma",
+            fix="pass smaller operands",
+        )
+    return out
+
+
+def _fma(a: Any, b: Any, c: Any) -> np.ndarray:
+    """:func:`f32_fma` on checked operands (the simulator's inner loop: values bounded by the configuration)."""
     a64 = np.asarray(a, dtype=_F32).astype(np.float64)
     b64 = np.asarray(b, dtype=_F32).astype(np.float64)
     c64 = np.asarray(c, dtype=_F32).astype(np.float64)
-    p = a64 * b64                       # exact: 48 significant bits fit in float64's 53
-    s = p + c64                         # rounded once in float64 ...
-    bp = s - p                          # ... and its exact error e, s + e = p + c (TwoSum)
+    p = a64 * b64  # exact: 48 significant bits fit in float64's 53
+    s = p + c64  # rounded once in float64 ...
+    bp = s - p  # ... and its exact error e, s + e = p + c (TwoSum)
     e = (p - (s - bp)) + (c64 - bp)
     bits = s.view(np.int64) if s.ndim else np.asarray(s).reshape(1).view(np.int64)
     even = (bits.reshape(np.shape(s)) & 1) == 0
     # Round to odd: an inexact sum with an even last bit moves one ulp toward the exact value.
     toward = np.where(e > 0, np.inf, -np.inf)
     s_odd = np.where((e != 0) & even, np.nextafter(s, toward), s)
-    return np.asarray(s_odd).astype(_F32)   # final round to nearest even (float32)
+    return np.asarray(s_odd).astype(_F32)  # final round to nearest even (float32)
 
 
 class LIFParams(NamedTuple):
@@ -136,16 +171,67 @@ class LIFParams(NamedTuple):
     v_reset: np.ndarray
     exc_decay: np.ndarray
     inh_decay: np.ndarray
-    t_refrac: np.ndarray   # int64 ticks
+    t_refrac: np.ndarray  # int64 ticks
 
     @classmethod
-    def from_arrays(cls, *, threshold: Any, alpha: Any, i_offset: Any = 0.0, v_reset: Any = 0.0,
-                    exc_decay: Any = 0.0, inh_decay: Any = 0.0, t_refrac: Any = 0) -> "LIFParams":
-        """Parameters from numbers or arrays (broadcast to the threshold's shape, cast to float32)."""
-        thr = np.atleast_1d(np.asarray(threshold, dtype=_F32))
-        f = lambda v: np.broadcast_to(np.asarray(v, dtype=_F32), thr.shape).copy()  # noqa: E731
-        return cls(thr, f(alpha), f(i_offset), f(v_reset), f(exc_decay), f(inh_decay),
-                   np.broadcast_to(np.asarray(t_refrac, dtype=np.int64), thr.shape).copy())
+    def from_arrays(
+        cls,
+        *,
+        threshold: Any,
+        alpha: Any,
+        i_offset: Any = 0.0,
+        v_reset: Any = 0.0,
+        exc_decay: Any = 0.0,
+        inh_decay: Any = 0.0,
+        t_refrac: Any = 0,
+    ) -> LIFParams:
+        """Parameters from numbers or arrays (broadcast to the threshold's shape (N,), cast to float32).
+
+        Raises:
+            ConfigError: a value that is not a finite real number within float32, a threshold <= 0, a
+                decay (``alpha``, ``exc_decay``, ``inh_decay``) outside [0, 1], a negative or fractional
+                ``t_refrac``, or an array that does not broadcast to (N,).
+        """
+        where = "LIFParams.from_arrays"
+
+        def f32(value: Any, name: str, lo: float | None = None, hi: float | None = None) -> np.ndarray:
+            arr = as_float_array(value, name, lo=lo, hi=hi, where=where, error=ConfigError, float32=True, ndim=(0, 1))
+            return arr
+
+        thr = np.atleast_1d(f32(threshold, "threshold"))
+        if np.any(thr <= 0):
+            raise ConfigError(
+                "threshold",
+                value=float(thr.min()),
+                limit="> 0",
+                where=where,
+                fix="pass positive thresholds (a threshold <= 0 fires forever)",
+            )
+        n = thr.shape
+
+        def fit(arr: np.ndarray, name: str) -> np.ndarray:
+            if arr.ndim and arr.shape != n and arr.shape != (1,):
+                raise ConfigError(
+                    f"{name} shape",
+                    value=arr.shape,
+                    limit=f"() or {n} (the threshold's shape)",
+                    where=where,
+                    fix=f"pass one {name} per neuron or one for all",
+                )
+            return np.broadcast_to(arr, n).copy()
+
+        return cls(
+            thr.astype(_F32),
+            fit(f32(alpha, "alpha", 0.0, 1.0), "alpha").astype(_F32),
+            fit(f32(i_offset, "i_offset"), "i_offset").astype(_F32),
+            fit(f32(v_reset, "v_reset"), "v_reset").astype(_F32),
+            fit(f32(exc_decay, "exc_decay", 0.0, 1.0), "exc_decay").astype(_F32),
+            fit(f32(inh_decay, "inh_decay", 0.0, 1.0), "inh_decay").astype(_F32),
+            fit(
+                as_int_array(t_refrac, "t_refrac", lo=0, hi=2**31 - 1, where=where, error=ConfigError, ndim=(0, 1)),
+                "t_refrac",
+            ),
+        )
 
 
 class LIFState(NamedTuple):
@@ -157,14 +243,15 @@ class LIFState(NamedTuple):
     refrac: np.ndarray
 
     @classmethod
-    def zeros(cls, shape: tuple[int, ...], batch: int) -> "LIFState":
+    def zeros(cls, shape: tuple[int, ...], batch: int) -> LIFState:
         """An all-zero state for ``batch`` samples of neurons of ``shape``."""
         z = np.zeros((batch, *shape), dtype=_F32)
         return cls(z, z.copy(), z.copy(), np.zeros((batch, *shape), dtype=np.int64))
 
 
-def lif_step(p: LIFParams, s: LIFState, exc_in: np.ndarray, inh_in: np.ndarray, has_current: bool,
-             options: LIFOptions) -> tuple[np.ndarray, LIFState]:
+def lif_step(
+    p: LIFParams, s: LIFState, exc_in: np.ndarray, inh_in: np.ndarray, has_current: bool, options: LIFOptions
+) -> tuple[np.ndarray, LIFState]:
     """One tick of a population (equations in the module docstring).
 
     Args:
@@ -174,66 +261,48 @@ def lif_step(p: LIFParams, s: LIFState, exc_in: np.ndarray, inh_in: np.ndarray, 
 
     Returns:
         ``(spikes (B, N) bool, new state)``.
+
+    A pure step function on trusted data: build ``p`` with :meth:`LIFParams.from_arrays` (which checks
+    every value) or let :class:`SpiNNaker2Sim` call it (which checks the configuration and the input).
     """
     exc_in = np.asarray(exc_in, dtype=np.int64)
     inh_in = np.asarray(inh_in, dtype=np.int64)
     if has_current:
-        e32 = exc_in.astype(_F32)            # int -> float32: round to nearest (exact below 2^24)
+        e32 = exc_in.astype(_F32)  # int -> float32: round to nearest (exact below 2^24)
         h32 = inh_in.astype(_F32)
         if options.fma:
-            i_exc = f32_fma(p.exc_decay, s.i_exc, e32)
-            i_inh = f32_fma(p.inh_decay, s.i_inh, h32)
+            i_exc = _fma(p.exc_decay, s.i_exc, e32)
+            i_inh = _fma(p.inh_decay, s.i_inh, h32)
         else:
-            i_exc = p.exc_decay * s.i_exc + e32       # two roundings: product, then sum
+            i_exc = p.exc_decay * s.i_exc + e32  # two roundings: product, then sum
             i_inh = p.inh_decay * s.i_inh + h32
         current = i_exc - i_inh
     else:
         i_exc, i_inh = s.i_exc, s.i_inh
-        current = (exc_in - inh_in).astype(_F32)     # exact integer difference, one rounding
+        current = (exc_in - inh_in).astype(_F32)  # exact integer difference, one rounding
     first, second = (p.i_offset, current) if options.order == "offset_first" else (current, p.i_offset)
     if options.fma:
-        v_new = f32_fma(p.alpha, s.v, first) + second
+        v_new = _fma(p.alpha, s.v, first) + second
     else:
-        v_new = (p.alpha * s.v + first) + second     # each operation rounds to float32
+        v_new = (p.alpha * s.v + first) + second  # each operation rounds to float32
     active = s.refrac == 0
-    v_new = np.where(active, v_new, s.v)             # refractory: the membrane is held
+    v_new = np.where(active, v_new, s.v)  # refractory: the membrane is held
     if options.compare == ">":
         spikes = active & (v_new > p.threshold)
     else:
         spikes = active & (v_new >= p.threshold)
     if options.reset == "subtract":
-        v_new = np.where(spikes, v_new - p.threshold, v_new)   # one float32 rounding
+        v_new = np.where(spikes, v_new - p.threshold, v_new)  # one float32 rounding
     else:
         v_new = np.where(spikes, p.v_reset, v_new)
     refrac = np.where(spikes, p.t_refrac, np.where(active, s.refrac, s.refrac - 1))
-    return spikes, LIFState(v_new.astype(_F32), np.asarray(i_exc, _F32), np.asarray(i_inh, _F32),
-                            refrac.astype(np.int64))
+    return spikes, LIFState(
+        v_new.astype(_F32), np.asarray(i_exc, _F32), np.asarray(i_inh, _F32), refrac.astype(np.int64)
+    )
 
 
-def _check_events(x: Any, n_in: int) -> tuple[np.ndarray, bool]:
-    """(B, T, n_in) int64 copy of the input, and whether it was batched."""
-    arr = np.asarray(x)
-    if arr.dtype.kind not in "biuf":
-        raise SimulationError("input dtype", value=str(arr.dtype), limit="integer spike counts",
-                              where="SpiNNaker2Sim.evolve", fix="pass an integer array")
-    batched = arr.ndim == 3
-    if arr.ndim == 2:
-        arr = arr[None]
-    if arr.ndim != 3 or arr.shape[2] != n_in:
-        raise SimulationError("input shape", value=tuple(np.shape(x)), limit=f"(T, {n_in}) or (B, T, {n_in})",
-                              where="SpiNNaker2Sim.evolve", fix="pass one column per input source")
-    if arr.dtype.kind == "f":
-        bad = ~np.isfinite(arr) | (arr != np.rint(np.where(np.isfinite(arr), arr, 0)))
-        if np.any(bad):
-            i = tuple(int(v) for v in np.argwhere(bad)[0])
-            raise SimulationError("input spike count", value=float(arr[i]), limit="a finite integer",
-                                  where=f"x{list(i)}", fix="pass integer spike counts")
-    arr = arr.astype(np.int64)
-    if np.any(arr < 0):
-        i = tuple(int(v) for v in np.argwhere(arr < 0)[0])
-        raise SimulationError("input spike count", value=int(arr[i]), limit=">= 0", where=f"x{list(i)}",
-                              fix="pass non-negative spike counts")
-    return arr, batched
+#: Synaptic sums are exact (float64 products of integers, then int64) below this bound.
+EXACT_SUM_MAX = 2**53 - 1
 
 
 class SpiNNaker2Sim:
@@ -254,10 +323,12 @@ class SpiNNaker2Sim:
 
     def __init__(self, config: SpiNNaker2Config, options: LIFOptions | None = None) -> None:
         problems = validate_config(config)
-        opts = config.options if options is None else options
-        problems += opts.problems()
         if problems:
-            raise ConfigError(problems=problems)
+            raise ConfigError(problems=problems, where="SpiNNaker2Sim")
+        opts = config.options if options is None else options
+        check_type(opts, "options", LIFOptions, where="SpiNNaker2Sim", error=ConfigError)
+        if opts.problems():
+            raise ConfigError(problems=opts.problems(), where="SpiNNaker2Sim")
         self.config = config
         self.options = opts
         model = NEURON_MODELS[config.neuron_model]
@@ -278,7 +349,8 @@ class SpiNNaker2Sim:
             for sid in np.unique(src):
                 m = src == sid
                 acc.setdefault((config.sources[int(sid)], pe.population), []).append(
-                    np.stack([pre[m], pe.start + idx[m], d[m], w[m]]))
+                    np.stack([pre[m], pe.start + idx[m], d[m], w[m]])
+                )
         # self.proj[source] = list of (target, delay, exc (N_src, N_tgt) float64, inh ...)
         self.proj: dict[str, list[tuple[str, int, np.ndarray, np.ndarray]]] = {}
         for (src, tgt), parts in acc.items():
@@ -290,10 +362,24 @@ class SpiNNaker2Sim:
                 np.add.at(exc, (pre[m], post[m]), np.maximum(w[m], 0))
                 np.add.at(inh, (pre[m], post[m]), np.maximum(-w[m], 0))
                 self.proj.setdefault(src, []).append((tgt, int(dv), exc, inh))
+        # The largest input count per source and tick whose synaptic sums stay exact (EXACT_SUM_MAX):
+        # per target neuron, count * (input weight magnitudes) + (population weight magnitudes).
+        col_in = {p.name: np.zeros(p.size) for p in self.pops}
+        col_pop = {p.name: np.zeros(p.size) for p in self.pops}
+        for src, lst in self.proj.items():
+            for tgt, _, exc, inh in lst:
+                (col_in if src == "input" else col_pop)[tgt] += (exc + inh).sum(axis=0)
+        limit = int(np.iinfo(np.int64).max)
+        for name, cin in col_in.items():
+            room = EXACT_SUM_MAX - col_pop[name]
+            fed = cin > 0
+            if np.any(fed):
+                limit = min(limit, int(np.min(np.floor(room[fed] / cin[fed]))))
+        self.max_input_count = max(limit, 0)
         self.reset_state()
 
     @classmethod
-    def from_config(cls, config: SpiNNaker2Config, options: LIFOptions | None = None) -> "SpiNNaker2Sim":
+    def from_config(cls, config: SpiNNaker2Config, options: LIFOptions | None = None) -> SpiNNaker2Sim:
         """A simulator of ``config`` (``options`` override ``config.options``)."""
         return cls(config, options)
 
@@ -308,8 +394,13 @@ class SpiNNaker2Sim:
         if self._batch == batch:
             return
         if self._batch is not None and self._tick > 0:
-            raise SimulationError("batch size", value=batch, limit=self._batch, where="SpiNNaker2Sim.evolve",
-                                  fix="call reset_state() before changing the batch size")
+            raise SimulationError(
+                "batch size",
+                value=batch,
+                limit=self._batch,
+                where="SpiNNaker2Sim.evolve",
+                fix="call reset_state() before changing the batch size",
+            )
         self._batch = batch
         for p in self.pops:
             self._state[p.name] = LIFState.zeros((p.size,), batch)
@@ -332,7 +423,27 @@ class SpiNNaker2Sim:
         Returns:
             ``(output spikes, state, record)`` (see the module docstring).
         """
-        xs, batched = _check_events(x, self.config.n_input)
+        record = check_bool(record, "record", where="SpiNNaker2Sim.evolve", error=SimulationError)
+        xs = integer_input(
+            x,
+            self.config.n_input,
+            where="SpiNNaker2Sim.evolve",
+            lo=0,
+            fix=f"pass non-negative integer spike counts of shape (T, {self.config.n_input}) or "
+            f"(B, T, {self.config.n_input})",
+        )
+        if int(xs.max()) > self.max_input_count:
+            i = tuple(int(v) for v in np.argwhere(xs > self.max_input_count)[0])
+            raise SimulationError(
+                "input spike count",
+                value=int(xs[i]),
+                limit=f"<= {self.max_input_count} (larger counts make the synaptic sums inexact beyond 2^53)",
+                where=f"SpiNNaker2Sim.evolve, x{list(i)}",
+                fix="pass realistic spike counts per tick",
+            )
+        batched = xs.ndim == 3
+        if not batched:
+            xs = xs[None]
         B, T, _ = xs.shape
         self._alloc(B)
         rec: dict[str, list[np.ndarray]] = {}
@@ -353,8 +464,7 @@ class SpiNNaker2Sim:
                 spikes[p.name] = spk.astype(np.float64)
                 if record:
                     cur = (new.i_exc - new.i_inh) if self.has_current else (e - h).astype(_F32)
-                    for key, val in (("v", new.v), ("i_syn", cur), ("input", e - h),
-                                     ("spikes", spk.astype(np.int32))):
+                    for key, val in (("v", new.v), ("i_syn", cur), ("input", e - h), ("spikes", spk.astype(np.int32))):
                         rec.setdefault(f"{p.name}.{key}", []).append(val)
                 if p.name == self.config.output:
                     outs.append(spk.astype(np.int32))
@@ -382,8 +492,16 @@ class SpiNNaker2Sim:
 # ------------------------------------------------------------------------------------------------
 # DNN: int8 MLA layers
 # ------------------------------------------------------------------------------------------------
-def mla_layer(x: np.ndarray, w: np.ndarray, b: np.ndarray, shift: int, relu: bool, acc_bits: int,
-              overflow: str = "error", where: str = "layer") -> tuple[np.ndarray, np.ndarray]:
+def mla_layer(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray,
+    shift: int,
+    relu: bool,
+    acc_bits: int,
+    overflow: str = "error",
+    where: str = "layer",
+) -> tuple[np.ndarray, np.ndarray]:
     """One MLA layer on int8 data (equations in the module docstring).
 
     Args:
@@ -402,27 +520,56 @@ def mla_layer(x: np.ndarray, w: np.ndarray, b: np.ndarray, shift: int, relu: boo
         >>> mla_layer(np.array([[100]]), np.array([[100]]), np.array([0]), 0, False, 8, "wrap")[1].tolist()
         [[16]]
     """
-    x = np.asarray(x, dtype=np.int64)
-    w = np.asarray(w, dtype=np.int64)
+    fn = f"mla_layer({where})"
+    overflow = check_choice(overflow, "overflow", ("error", "wrap"), where=fn, error=SimulationError)
+    acc_bits = check_int(acc_bits, "acc_bits", lo=8, hi=62, where=fn, error=SimulationError)
+    shift = check_int(shift, "shift", lo=0, hi=62, where=fn, error=SimulationError)
+    relu = check_bool(relu, "relu", where=fn, error=SimulationError)
+    x = as_int_array(x, "x", lo=-128, hi=127, where=fn, error=SimulationError, ndim=2)
+    w = as_int_array(w, "w", lo=-128, hi=127, where=fn, error=SimulationError, ndim=2)
+    b = as_int_array(b, "b", lo=-(2**31), hi=2**31 - 1, where=fn, error=SimulationError, ndim=1)
+    if x.shape[1] != w.shape[0] or b.shape != (w.shape[1],):
+        raise SimulationError(
+            "shapes",
+            value=f"x {x.shape}, w {w.shape}, b {b.shape}",
+            limit="x (B, K), w (K, N), b (N,)",
+            where=fn,
+            fix="pass matching shapes",
+        )
+    return _mla(x, w, b, shift, relu, acc_bits, overflow, where)
+
+
+def _mla(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray, shift: int, relu: bool, acc_bits: int, overflow: str, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mla_layer` on checked int64 operands (int8 x and w, int32 b; K < 2^20)."""
     # Exact: |acc| <= K * 128 * 128 + 2^31 is far below 2^53, so the float64 product is exact.
-    acc = np.rint(x.astype(np.float64) @ w.astype(np.float64)).astype(np.int64) + np.asarray(b, np.int64)
+    acc = np.rint(x.astype(np.float64) @ w.astype(np.float64)).astype(np.int64) + b
     lo, hi = -(1 << (acc_bits - 1)), (1 << (acc_bits - 1)) - 1
     if overflow == "wrap":
-        acc = wrap(acc, acc_bits)             # the register keeps the low acc_bits (two's complement)
+        acc = wrap(acc, acc_bits)  # the register keeps the low acc_bits (two's complement)
     elif overflow == "error":
         bad = (acc < lo) | (acc > hi)
         if np.any(bad):
             i = tuple(int(v) for v in np.argwhere(bad)[0])
-            raise SimulationError("MLA accumulator overflow", value=int(acc[i]), limit=f"{lo}..{hi}",
-                                  where=f"{where}, sample {i[0]}, output {i[1]}",
-                                  fix="use overflow='wrap' to model the register, a larger acc_bits, "
-                                      "or smaller weights/inputs")
+            raise SimulationError(
+                "MLA accumulator overflow",
+                value=int(acc[i]),
+                limit=f"{lo}..{hi}",
+                where=f"{where}, sample {i[0]}, output {i[1]}",
+                fix="use overflow='wrap' to model the register, a larger acc_bits, or smaller weights/inputs",
+            )
     else:
-        raise SimulationError("overflow mode", value=overflow, limit="'error' or 'wrap'", where=where,
-                              fix="pass overflow='error' or 'wrap'")
-    y = sat(acc >> int(shift), 8)             # arithmetic shift (floor), then saturate to int8
+        raise SimulationError(
+            "overflow mode",
+            value=overflow,
+            limit="'error' or 'wrap'",
+            where=where,
+            fix="pass overflow='error' or 'wrap'",
+        )
+    y = sat(acc >> shift, 8)  # arithmetic shift (floor), then saturate to int8
     if relu:
-        y = np.maximum(y, 0)                  # fused ReLU: clamp at 0
+        y = np.maximum(y, 0)  # fused ReLU: clamp at 0
     return y, acc
 
 
@@ -445,14 +592,23 @@ class DNNSim:
     """
 
     def __init__(self, config: DNNConfig, overflow: str | None = None) -> None:
+        check_type(
+            config,
+            "config",
+            DNNConfig,
+            where="DNNSim",
+            error=ConfigError,
+            fix="build one with pondlib.devices.spinnaker2.dnn_mapper",
+        )
         problems = config.problems()
         if problems:
-            raise ConfigError(problems=problems)
+            raise ConfigError(problems=problems, where="DNNSim")
         self.config = config
         self.overflow = config.overflow if overflow is None else overflow
+        check_choice(self.overflow, "overflow", ("error", "wrap"), where="DNNSim", error=ConfigError)
 
     @classmethod
-    def from_config(cls, config: DNNConfig, overflow: str | None = None) -> "DNNSim":
+    def from_config(cls, config: DNNConfig, overflow: str | None = None) -> DNNSim:
         """A simulator of ``config`` (``overflow`` overrides ``config.overflow``)."""
         return cls(config, overflow)
 
@@ -461,21 +617,33 @@ class DNNSim:
 
     def evolve(self, x: Any, record: bool = False) -> tuple[np.ndarray, dict[str, Any], dict[str, np.ndarray]]:
         """Run every layer on int8 input ``x`` (K,) or (B, K); returns ``(y, {}, record)``."""
-        arr = np.asarray(x)
+        record = check_bool(record, "record", where="DNNSim.evolve", error=SimulationError)
         k = self.config.layers[0].weights.shape[0]
-        if arr.dtype.kind not in "iu" or arr.ndim not in (1, 2) or arr.shape[-1] != k:
-            raise SimulationError("DNN input", value=f"{arr.dtype} {arr.shape}", limit=f"int8 ({k},) or (B, {k})",
-                                  where="DNNSim.evolve", fix="quantize with config.quantize_input(x)")
-        if arr.size and (arr.min() < -128 or arr.max() > 127):
-            raise SimulationError("DNN input range", value=(int(arr.min()), int(arr.max())), limit="-128..127",
-                                  where="DNNSim.evolve", fix="quantize with config.quantize_input(x)")
-        h = np.atleast_2d(arr).astype(np.int64)
+        arr = integer_input(
+            x,
+            k,
+            where="DNNSim.evolve",
+            lo=-128,
+            hi=127,
+            ranks=(1, 2),
+            allow_float=False,
+            fix=f"pass int8 values of shape ({k},) or (B, {k}): quantize float input with config.quantize_input(x)",
+        )
+        h = np.atleast_2d(arr)
         rec: dict[str, np.ndarray] = {}
         for layer in self.config.layers:
             ys, accs = [], []
-            for a, b in layer.tiles:        # one column tile per worker PE
-                y, acc = mla_layer(h, layer.weights[:, a:b], layer.bias[a:b], layer.shift, layer.relu,
-                                   self.config.acc_bits, self.overflow, where=layer.name)
+            for a, b in layer.tiles:  # one column tile per worker PE
+                y, acc = _mla(
+                    h,
+                    layer.weights[:, a:b],
+                    layer.bias[a:b],
+                    layer.shift,
+                    layer.relu,
+                    self.config.acc_bits,
+                    self.overflow,
+                    where=layer.name,
+                )
                 ys.append(y)
                 accs.append(acc)
             h = np.concatenate(ys, axis=1)

@@ -9,34 +9,60 @@ The pipeline::
 
 Files: ``limits`` (the chip variants as data), ``specification`` (the mapper's output type),
 ``mapper``, ``config``, ``sim`` (bit-exact batched simulator), ``hdk`` (the development-kit interface
-backed by a numpy model of the board: no vendor SDK needed).
+backed by a numpy model of the board: no vendor SDK needed), split into ``memory`` (the board's
+memory layout), ``codec`` (configuration <-> memory image), ``cost`` (cycles and power model) and
+``mock`` (the mock board), with ``hdk`` as the front end (board discovery and ``XyloBoard``).
 """
 
+from pondlib.devices.xylo.codec import decode_config, encode_config
 from pondlib.devices.xylo.compare import LayerComparison, compare_records, layer_map_from_spec
 from pondlib.devices.xylo.config import XyloConfig, config_from_specification, validate_config
-from pondlib.devices.xylo.hdk import (
-    CostModel,
-    MockXyloDevice,
-    RunStats,
-    XyloBoard,
-    decode_config,
-    encode_config,
-    find_xylo_hdks,
-    memory_map,
-    set_mock_boards,
-)
+from pondlib.devices.xylo.cost import CostModel, RunStats
+from pondlib.devices.xylo.hdk import XyloBoard, find_xylo_hdks, set_mock_boards
 from pondlib.devices.xylo.limits import LIMITS, XYLO_AUDIO2, XYLO_AUDIO3, XYLO_IMU, XyloLimits, get_limits
 from pondlib.devices.xylo.mapper import RULES, SUPPORTED_MODULES, mapper
+from pondlib.devices.xylo.memory import memory_map
+from pondlib.devices.xylo.mock import MockXyloDevice
 from pondlib.devices.xylo.sim import RECORD_KEYS, STATE_KEYS, XyloSim
-from pondlib.devices.xylo.specification import MappingReport, QuantizationReport, Specification
+from pondlib.devices.xylo.specification import (
+    SPEC_KEYS,
+    MappingReport,
+    QuantizationReport,
+    Specification,
+    SpecificationKeyError,
+)
 
 __all__ = [
-    "XyloLimits", "XYLO_AUDIO2", "XYLO_AUDIO3", "XYLO_IMU", "LIMITS", "get_limits",
-    "Specification", "MappingReport", "QuantizationReport",
-    "mapper", "RULES", "SUPPORTED_MODULES",
-    "XyloConfig", "validate_config", "config_from_specification",
-    "XyloSim", "RECORD_KEYS", "STATE_KEYS",
-    "find_xylo_hdks", "set_mock_boards", "XyloBoard", "MockXyloDevice", "CostModel", "RunStats",
-    "encode_config", "decode_config", "memory_map",
-    "compare_records", "layer_map_from_spec", "LayerComparison",
+    "XyloLimits",
+    "XYLO_AUDIO2",
+    "XYLO_AUDIO3",
+    "XYLO_IMU",
+    "LIMITS",
+    "get_limits",
+    "Specification",
+    "SpecificationKeyError",
+    "SPEC_KEYS",
+    "MappingReport",
+    "QuantizationReport",
+    "mapper",
+    "RULES",
+    "SUPPORTED_MODULES",
+    "XyloConfig",
+    "validate_config",
+    "config_from_specification",
+    "XyloSim",
+    "RECORD_KEYS",
+    "STATE_KEYS",
+    "find_xylo_hdks",
+    "set_mock_boards",
+    "XyloBoard",
+    "MockXyloDevice",
+    "CostModel",
+    "RunStats",
+    "encode_config",
+    "decode_config",
+    "memory_map",
+    "compare_records",
+    "layer_map_from_spec",
+    "LayerComparison",
 ]

@@ -18,7 +18,10 @@ A float network's record (``net(x, record=True)``) holds ``"<layer>/vmem"`` (..,
 
 Per layer and quantity the statistics are ``exact`` (fraction of entries equal after rounding the
 scaled float value to an integer), ``max_abs`` (largest difference, chip units), ``corr`` (Pearson
-correlation, NaN when either side is constant) and, for spikes, the totals.
+correlation, NaN when either side is constant or the sums overflow) and, for spikes, the totals.
+
+Inputs are checked (a :class:`~pondlib.errors.PondError` naming the key): mappings, finite float
+records, whole-number neuron ids inside the chip record, delays whole numbers >= 0, scales > 0.
 
 Example (a fake one-layer record: the chip is the float model one step later, scale 2):
     >>> import numpy as np
@@ -34,17 +37,21 @@ Example (a fake one-layer record: the chip is the float model one step later, sc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from pondlib.errors import PondError
+from pondlib.validate import as_array, as_float_array, as_int_array, check_int
 
 __all__ = ["compare_records", "layer_map_from_spec", "LayerComparison"]
 
-_CHIP_KEYS = {"hidden": {"vmem": "Vmem", "isyn": ("Isyn", "Isyn2"), "spikes": "Spikes"},
-              "output": {"vmem": "Vmem_out", "isyn": ("Isyn_out",), "spikes": "Spikes_out"}}
+_CHIP_KEYS = {
+    "hidden": {"vmem": "Vmem", "isyn": ("Isyn", "Isyn2"), "spikes": "Spikes"},
+    "output": {"vmem": "Vmem_out", "isyn": ("Isyn_out",), "spikes": "Spikes_out"},
+}
 
 
 @dataclass(frozen=True)
@@ -71,30 +78,46 @@ def layer_map_from_spec(spec: Any) -> dict[str, tuple[str, np.ndarray]]:
     names are the graph names, which are the record prefixes of the same network)."""
     report = getattr(spec, "report", None)
     if report is None or not getattr(report, "neuron_ids", None):
-        raise PondError("specification without a mapping report", value=type(spec).__name__,
-                        limit="a Specification from mapper()", where="layer_map_from_spec",
-                        fix="pass the output of pondlib.devices.xylo.mapper (or its quantized copy)")
-    return {name: ("output" if name == report.output_module else "hidden", np.asarray(ids))
-            for name, ids in report.neuron_ids.items()}
+        raise PondError(
+            "specification without a mapping report",
+            value=type(spec).__name__,
+            limit="a Specification from mapper()",
+            where="layer_map_from_spec",
+            fix="pass the output of pondlib.devices.xylo.mapper (or its quantized copy)",
+        )
+    return {
+        name: ("output" if name == report.output_module else "hidden", np.asarray(ids))
+        for name, ids in report.neuron_ids.items()
+    }
 
 
 def _stats(f: np.ndarray, c: np.ndarray, spikes: bool) -> dict[str, float]:
-    f = np.asarray(f, dtype=np.float64)
-    c = np.asarray(c, dtype=np.float64)
-    out = {"exact": float(np.mean(np.rint(f) == c)) if f.size else float("nan"),
-           "max_abs": float(np.max(np.abs(f - c))) if f.size else 0.0}
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _stats_unchecked(np.asarray(f, dtype=np.float64), np.asarray(c, dtype=np.float64), spikes)
+
+
+def _stats_unchecked(f: np.ndarray, c: np.ndarray, spikes: bool) -> dict[str, float]:
+    out = {
+        "exact": float(np.mean(np.rint(f) == c)) if f.size else float("nan"),
+        "max_abs": float(np.max(np.abs(f - c))) if f.size else 0.0,
+    }
     fs, cs = f.ravel() - f.mean(), c.ravel() - c.mean()
     den = float(np.sqrt(np.dot(fs, fs) * np.dot(cs, cs)))
-    out["corr"] = float(np.dot(fs, cs) / den) if den > 0 else float("nan")
+    out["corr"] = float(np.dot(fs, cs) / den) if 0 < den < np.inf else float("nan")
     if spikes:
         out["float_total"], out["chip_total"] = float(f.sum()), float(c.sum())
     return out
 
 
-def compare_records(float_record: Mapping[str, Any], chip_record: Mapping[str, Any], *,
-                    layer_map: Mapping[str, tuple[str, Any]], delays: int | Mapping[str, int] | None = None,
-                    scales: Mapping[str, Any] | None = None, chip_output: Any = None
-                    ) -> dict[str, LayerComparison]:
+def compare_records(
+    float_record: Mapping[str, Any],
+    chip_record: Mapping[str, Any],
+    *,
+    layer_map: Mapping[str, tuple[str, Any]],
+    delays: int | Mapping[str, int] | None = None,
+    scales: Mapping[str, Any] | None = None,
+    chip_output: Any = None,
+) -> dict[str, LayerComparison]:
     """Align and compare a float record with a XyloSim record (module docstring).
 
     Args:
@@ -115,51 +138,137 @@ def compare_records(float_record: Mapping[str, Any], chip_record: Mapping[str, A
     Raises:
         PondError: an unknown role, a missing record key, or a delay not shorter than the record.
     """
+    where = "compare_records"
+    for what, value in (("float_record", float_record), ("chip_record", chip_record), ("layer_map", layer_map)):
+        if not isinstance(value, Mapping):
+            raise PondError(
+                what, value=type(value).__name__, limit="a mapping", where=where, fix=f"pass {what} as a dict"
+            )
+    if scales is not None and not isinstance(scales, Mapping):
+        raise PondError(
+            "scales",
+            value=type(scales).__name__,
+            limit="a mapping or None",
+            where=where,
+            fix="pass qspec.quantization.scales",
+        )
+    if delays is not None and not isinstance(delays, Mapping):
+        delays = check_int(delays, "delays", lo=0, where=where, fix="pass a whole number of steps >= 0")
     chip = dict(chip_record)
     if chip_output is not None:
-        chip["Spikes_out"] = np.asarray(chip_output)
+        chip["Spikes_out"] = chip_output
+    for name, entry in layer_map.items():
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+            raise PondError(
+                "layer map entry",
+                value=type(entry).__name__,
+                limit="(role, neuron ids)",
+                where=f"layer_map[{name!r}]",
+                fix="use layer_map_from_spec(spec)",
+            )
     hidden_order = [name for name, (role, _) in layer_map.items() if role == "hidden"]
     result: dict[str, LayerComparison] = {}
     for name, (role, ids) in layer_map.items():
         if role not in _CHIP_KEYS:
-            raise PondError("layer role", value=role, limit=["hidden", "output"], where=f"layer_map[{name!r}]",
-                            fix="map each layer to 'hidden' or 'output'")
-        ids = np.asarray(ids, dtype=np.int64)
+            raise PondError(
+                "layer role",
+                value=role,
+                limit=["hidden", "output"],
+                where=f"layer_map[{name!r}]",
+                fix="map each layer to 'hidden' or 'output'",
+            )
+        ids = as_int_array(ids, "neuron ids", lo=0, ndim=1, where=f"layer_map[{name!r}]")
         if delays is None:
             d = len(hidden_order) if role == "output" else hidden_order.index(name)
         elif isinstance(delays, Mapping):
-            d = int(delays.get(name, 0))
+            d = check_int(delays.get(name, 0), f"delays[{name!r}]", lo=0, where=where, fix="pass whole numbers >= 0")
         else:
-            d = int(delays)
-        s = 1.0 if scales is None else np.asarray(scales[role], dtype=np.float64)
-        s = s[ids] if np.ndim(s) else s
+            d = delays
+        if scales is None:
+            s = 1.0
+        else:
+            if role not in scales:
+                raise PondError(
+                    f"scales[{role!r}]",
+                    value="missing",
+                    limit="a scale",
+                    where=where,
+                    fix="pass qspec.quantization.scales",
+                )
+            s = as_float_array(scales[role], f"scales[{role!r}]", where=where, allow_empty=False)
+            if np.any(s <= 0):
+                raise PondError(
+                    f"scales[{role!r}]",
+                    value="a scale <= 0",
+                    limit="> 0",
+                    where=where,
+                    fix="pass qspec.quantization.scales",
+                )
+            if s.ndim:
+                if s.ndim != 1 or int(ids.max()) >= s.shape[0]:
+                    raise PondError(
+                        f"scales[{role!r}] shape",
+                        value=s.shape,
+                        limit=f"() or (N,) with N > {int(ids.max())}",
+                        where=where,
+                        fix="pass qspec.quantization.scales",
+                    )
+                s = s[ids]
+            else:
+                s = float(s)
         fl, ch, st = {}, {}, {}
         for qty, ckey in _CHIP_KEYS[role].items():
             fkey = f"{name}/{qty}"
             if fkey not in float_record:
                 continue
-            farr = np.asarray(float_record[fkey], dtype=np.float64)
+            farr = as_float_array(float_record[fkey], f"float_record[{fkey!r}]", where=where, allow_empty=True)
             pairs = []
             if qty == "isyn":
                 for syn, ck in enumerate(ckey):
-                    if syn < farr.shape[-1] and ck in chip:
+                    if farr.ndim >= 3 and syn < farr.shape[-1] and ck in chip:
                         pairs.append((("isyn", "isyn2")[syn], farr[..., syn], ck))
             elif ckey in chip:
                 pairs.append((qty, farr, ckey))
             for label, fa, ck in pairs:
-                ca = np.asarray(chip[ck])[..., ids]
-                T = fa.shape[-2]
-                if not 0 <= d < T or ca.shape[-2] != T:
-                    raise PondError("record lengths", value=f"{name}: float T={T}, chip T={ca.shape[-2]}, "
-                                    f"delay {d}", limit="equal T and 0 <= delay < T", where="compare_records",
-                                    fix="record both models on the same input")
-                fa = fa[..., :T - d, :] * (s if qty != "spikes" else 1.0)
+                full = as_array(chip[ck], f"chip_record[{ck!r}]", where=where, allow_empty=True)
+                if full.ndim < 2 or int(ids.max()) >= full.shape[-1]:
+                    raise PondError(
+                        f"chip_record[{ck!r}] shape",
+                        value=full.shape,
+                        limit=f"(.., T, N) with N > {int(ids.max())} (the layer's largest neuron id)",
+                        where=where,
+                        fix="pass the record of the simulator configured from the same specification",
+                    )
+                ca = full[..., ids]
+                T = fa.shape[-2] if fa.ndim >= 2 else -1
+                if not 0 <= d < T or ca.shape != fa.shape:
+                    raise PondError(
+                        "record lengths",
+                        value=f"{name}: float shape {fa.shape}, chip shape {ca.shape}, delay {d}",
+                        limit="equal shapes (.., T, N) and 0 <= delay < T",
+                        where=where,
+                        fix="record both models on the same input",
+                    )
+                with np.errstate(over="ignore"):
+                    fa = fa[..., : T - d, :] * (s if qty != "spikes" else 1.0)
+                if not np.all(np.isfinite(fa)):
+                    raise PondError(
+                        f"float_record[{fkey!r}] times the scale",
+                        value="values beyond float range",
+                        limit="finite values",
+                        where=where,
+                        fix="check the float record and the scales",
+                    )
                 ca = ca[..., d:, :]
                 fl[label], ch[label] = fa, ca
                 st[label] = _stats(fa, ca, qty == "spikes")
         if not st:
-            raise PondError("nothing to compare", value=name, limit=sorted(float_record)[:6],
-                            where="compare_records", fix="run the float model with record=True and "
-                            "name its layers as in the specification report")
+            raise PondError(
+                "nothing to compare",
+                value=name,
+                limit=sorted(float_record)[:6],
+                where=where,
+                fix="run the float model with record=True and name its layers as in the specification report",
+            )
         result[name] = LayerComparison(role, d, fl, ch, st)
     return result

@@ -75,6 +75,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numba
@@ -83,6 +84,7 @@ import numpy as np
 from pondlib.devices.xylo.config import XyloConfig, config_from_specification, validate_config
 from pondlib.devices.xylo.limits import XyloLimits, get_limits
 from pondlib.errors import ConfigError, SimulationError
+from pondlib.validate import as_int_array, check_bool, check_float
 
 __all__ = ["XyloSim", "RECORD_KEYS", "STATE_KEYS"]
 
@@ -91,9 +93,9 @@ RECORD_KEYS = ("Vmem", "Isyn", "Isyn2", "Spikes", "Vmem_out", "Isyn_out")
 #: Keys of the state dict, in order.
 STATE_KEYS = ("Vmem", "Isyn", "Isyn2", "Spikes", "Vmem_out", "Isyn_out")
 
-_MAX_INPUT = 15          # 4-bit input event counter per channel per step
-_MAX_SPIKES_HID = 31     # 5-bit hidden spike counter per step
-_I16_MIN = -32768        # 16-bit signed state registers
+_MAX_INPUT = 15  # 4-bit input event counter per channel per step
+_MAX_SPIKES_HID = 31  # 5-bit hidden spike counter per step
+_I16_MIN = -32768  # 16-bit signed state registers
 _I16_MAX = 32767
 
 
@@ -131,14 +133,44 @@ def _decay(v, d):
 
 
 @numba.njit(cache=True, nogil=True)
-def _run_sample(x, k,
-                in_ptr, in_post, in_syn, in_w,
-                rec_ptr, rec_post, rec_syn, rec_w,
-                out_ptr, out_post, out_w,
-                dash_mem, dash_syn, thr, bias, alias,
-                dash_mem_out, dash_syn_out, thr_out, bias_out, bias_enable,
-                vmem, isyn, spikes, vmem_out, isyn_out,
-                out, record, r_vmem, r_isyn, r_isyn2, r_spk, r_vmem_out, r_isyn_out):
+def _run_sample(
+    x,
+    k,
+    in_ptr,
+    in_post,
+    in_syn,
+    in_w,
+    rec_ptr,
+    rec_post,
+    rec_syn,
+    rec_w,
+    out_ptr,
+    out_post,
+    out_w,
+    dash_mem,
+    dash_syn,
+    thr,
+    bias,
+    alias,
+    dash_mem_out,
+    dash_syn_out,
+    thr_out,
+    bias_out,
+    bias_enable,
+    vmem,
+    isyn,
+    spikes,
+    vmem_out,
+    isyn_out,
+    out,
+    record,
+    r_vmem,
+    r_isyn,
+    r_isyn2,
+    r_spk,
+    r_vmem_out,
+    r_isyn_out,
+):
     """Run one sample for ``x.shape[0]`` steps; state arrays are updated in place."""
     T = x.shape[0]
     n_in = x.shape[1]
@@ -181,9 +213,9 @@ def _run_sample(x, k,
         # 4. Hidden update, ids ascending (aliases point to higher ids, so b[i] is final here).
         for i in range(N):
             s0 = isyn[i, 0]
-            s0 -= _decay(s0, dash_syn[i, 0])   # |s - decay(s)| <= |s|: stays in int16
+            s0 -= _decay(s0, dash_syn[i, 0])  # |s - decay(s)| <= |s|: stays in int16
             isyn[i, 0] = s0
-            itot = s0                           # the two synapses are summed without saturation
+            itot = s0  # the two synapses are summed without saturation
             if k == 2:
                 s1 = isyn[i, 1]
                 s1 -= _decay(s1, dash_syn[i, 1])
@@ -199,7 +231,7 @@ def _run_sample(x, k,
             if bias_enable:
                 dv = _sat16(dv + bias[i])
             v = _sat16(v + dv)
-            n = spikes[i]                       # alias spikes already received this step
+            n = spikes[i]  # alias spikes already received this step
             th = thr[i]
             if v >= th and n < _MAX_SPIKES_HID:
                 if th > 0:
@@ -241,15 +273,15 @@ def _run_sample(x, k,
             v = vmem_out[o]
             dv = -_decay(v, dash_mem_out[o])
             if dv == 32768:
-                dv = _I16_MIN                   # int16 wrap of the negated decrement (see above)
+                dv = _I16_MIN  # int16 wrap of the negated decrement (see above)
             dv = _sat16(dv + s0)
             if bias_enable:
                 dv = _sat16(dv + bias_out[o])
             v = _sat16(v + dv)
             th = thr_out[o]
             if v >= th:
-                out[t, o] = 1                   # 1-spike output counter
-                v = _wrap16(v - th)             # 16-bit register: wraps for a negative threshold
+                out[t, o] = 1  # 1-spike output counter
+                v = _wrap16(v - th)  # 16-bit register: wraps for a negative threshold
             else:
                 out[t, o] = 0
             vmem_out[o] = v
@@ -259,25 +291,87 @@ def _run_sample(x, k,
 
 
 @numba.njit(cache=True, parallel=True)
-def _run_batch(x, k,
-               in_ptr, in_post, in_syn, in_w,
-               rec_ptr, rec_post, rec_syn, rec_w,
-               out_ptr, out_post, out_w,
-               dash_mem, dash_syn, thr, bias, alias,
-               dash_mem_out, dash_syn_out, thr_out, bias_out, bias_enable,
-               vmem, isyn, spikes, vmem_out, isyn_out,
-               out, record, r_vmem, r_isyn, r_isyn2, r_spk, r_vmem_out, r_isyn_out):
+def _run_batch(
+    x,
+    k,
+    in_ptr,
+    in_post,
+    in_syn,
+    in_w,
+    rec_ptr,
+    rec_post,
+    rec_syn,
+    rec_w,
+    out_ptr,
+    out_post,
+    out_w,
+    dash_mem,
+    dash_syn,
+    thr,
+    bias,
+    alias,
+    dash_mem_out,
+    dash_syn_out,
+    thr_out,
+    bias_out,
+    bias_enable,
+    vmem,
+    isyn,
+    spikes,
+    vmem_out,
+    isyn_out,
+    out,
+    record,
+    r_vmem,
+    r_isyn,
+    r_isyn2,
+    r_spk,
+    r_vmem_out,
+    r_isyn_out,
+):
     """Run ``B`` independent samples in parallel; every state array has a leading batch axis."""
     B = x.shape[0]
-    stride = 1 if record else 0                 # record off: every sample gets the (0, 0) placeholder
+    stride = 1 if record else 0  # record off: every sample gets the (0, 0) placeholder
     for b in numba.prange(B):
         r = b * stride
-        _run_sample(x[b], k, in_ptr, in_post, in_syn, in_w, rec_ptr, rec_post, rec_syn, rec_w,
-                    out_ptr, out_post, out_w, dash_mem, dash_syn, thr, bias, alias,
-                    dash_mem_out, dash_syn_out, thr_out, bias_out, bias_enable,
-                    vmem[b], isyn[b], spikes[b], vmem_out[b], isyn_out[b],
-                    out[b], record, r_vmem[r], r_isyn[r], r_isyn2[r], r_spk[r], r_vmem_out[r],
-                    r_isyn_out[r])
+        _run_sample(
+            x[b],
+            k,
+            in_ptr,
+            in_post,
+            in_syn,
+            in_w,
+            rec_ptr,
+            rec_post,
+            rec_syn,
+            rec_w,
+            out_ptr,
+            out_post,
+            out_w,
+            dash_mem,
+            dash_syn,
+            thr,
+            bias,
+            alias,
+            dash_mem_out,
+            dash_syn_out,
+            thr_out,
+            bias_out,
+            bias_enable,
+            vmem[b],
+            isyn[b],
+            spikes[b],
+            vmem_out[b],
+            isyn_out[b],
+            out[b],
+            record,
+            r_vmem[r],
+            r_isyn[r],
+            r_isyn2[r],
+            r_spk[r],
+            r_vmem_out[r],
+            r_isyn_out[r],
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -285,7 +379,7 @@ def _run_batch(x, k,
 # ------------------------------------------------------------------------------------------------
 def _delivered(w: np.ndarray, shift: int) -> np.ndarray:
     """``wrap16(w << shift)``: the chip narrows the shifted weight to 16 bits with wrap-around."""
-    v = np.asarray(w, dtype=np.int64) << np.int64(shift)   # |w| <= 128, shift <= 15: no int64 overflow
+    v = np.asarray(w, dtype=np.int64) << np.int64(shift)  # |w| <= 128, shift <= 15: no int64 overflow
     return ((v + 32768) & 0xFFFF) - 32768
 
 
@@ -300,8 +394,7 @@ def _csr(w: np.ndarray) -> tuple[np.ndarray, ...]:
     pre, post, syn = np.nonzero(w)
     ptr = np.zeros(w.shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(pre, minlength=w.shape[0]), out=ptr[1:])
-    return (ptr, post.astype(np.int64), syn.astype(np.int64),
-            np.ascontiguousarray(w[pre, post, syn], dtype=np.int64))
+    return (ptr, post.astype(np.int64), syn.astype(np.int64), np.ascontiguousarray(w[pre, post, syn], dtype=np.int64))
 
 
 def _where(index: tuple[int, ...]) -> str:
@@ -312,14 +405,27 @@ class XyloSim:
     """Bit-exact, event-driven simulator of one Xylo core configured by a :class:`XyloConfig`.
 
     Build it with :meth:`from_config` or :meth:`from_specification` (both validate and raise
-    :class:`~pondlib.errors.ConfigError` with every problem), then call :meth:`evolve`.
+    :class:`~pondlib.errors.ConfigError` with every problem), then call :meth:`evolve` (or the simulator
+    itself, as Rockpool modules are called: ``sim(x, record=True)``).
+
+    Args:
+        config: the configuration (validated against ``limits``, default its ``limits_name``).
+        dt: overrides ``config.dt`` (s, finite and > 0); it only labels time.
+        limits: the Xylo variant to validate against.
     """
 
-    def __init__(self, config: XyloConfig, dt: float | None = None,
-                 limits: "XyloLimits | str | None" = None) -> None:
+    def __init__(self, config: XyloConfig, dt: float | None = None, limits: XyloLimits | str | None = None) -> None:
         if not isinstance(config, XyloConfig):
-            raise ConfigError("not a XyloConfig", value=type(config).__name__,
-                              fix="build one with config_from_specification or XyloConfig(...)")
+            raise ConfigError(
+                "not a XyloConfig",
+                value=type(config).__name__,
+                where="XyloSim",
+                fix="build one with config_from_specification or XyloConfig(...)",
+            )
+        if dt is not None:
+            dt = check_float(
+                dt, "dt", lo=0.0, lo_open=True, where="XyloSim", error=ConfigError, fix="pass dt in seconds"
+            )
         problems = validate_config(config, limits)
         if problems:
             raise ConfigError(problems=problems, where="XyloSim")
@@ -337,22 +443,41 @@ class XyloSim:
         dash_syn[:, 0] = config.dash_syn
         dash_syn[:, 1] = config.dash_syn_2
         i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
-        self._neuron = (i64(config.dash_mem), dash_syn, i64(config.threshold), i64(config.bias),
-                        i64(config.aliases), i64(config.dash_mem_out), i64(config.dash_syn_out),
-                        i64(config.threshold_out), i64(config.bias_out), bool(config.bias_enable))
+        self._neuron = (
+            i64(config.dash_mem),
+            dash_syn,
+            i64(config.threshold),
+            i64(config.bias),
+            i64(config.aliases),
+            i64(config.dash_mem_out),
+            i64(config.dash_syn_out),
+            i64(config.threshold_out),
+            i64(config.bias_out),
+            bool(config.bias_enable),
+        )
         self._state: dict[str, np.ndarray] | None = None
         self._batch: int | None = None
 
+    def __repr__(self) -> str:
+        return (
+            f"XyloSim({self.limits.name}: N_in={self.n_input}, N_hid={self.n_hidden}, N_out={self.n_output}, "
+            f"k={self.k}, dt={self.dt!r})"
+        )
+
     # -- construction ---------------------------------------------------------------------------
     @classmethod
-    def from_config(cls, config: XyloConfig, dt: float | None = None) -> "XyloSim":
+    def from_config(cls, config: XyloConfig, dt: float | None = None) -> XyloSim:
         """A simulator for ``config`` (validated against its ``limits_name``); ``dt`` overrides its dt."""
         return cls(config, dt=dt)
 
     @classmethod
-    def from_specification(cls, spec: Any, limits: "XyloLimits | str | None" = None) -> "XyloSim":
-        """A simulator for a quantized specification; raises ConfigError listing every problem."""
-        config, ok, _msg = config_from_specification(spec, limits)
+    def from_specification(cls, spec: Any = None, /, limits: XyloLimits | str | None = None, **fields: Any) -> XyloSim:
+        """A simulator for a quantized specification; raises ConfigError listing every problem.
+
+        Rockpool's ``XyloSim.from_specification(**spec)`` works too (the fields as keyword arguments,
+        as :func:`~pondlib.devices.xylo.config.config_from_specification` takes them).
+        """
+        config, ok, _msg = config_from_specification(spec, limits, **fields)
         if not ok:
             raise ConfigError(problems=validate_config(config, limits), where="XyloSim.from_specification")
         return cls(config, limits=limits)
@@ -365,14 +490,24 @@ class XyloSim:
 
     def _zero_state(self, lead: tuple[int, ...]) -> dict[str, np.ndarray]:
         z = lambda *s: np.zeros(lead + s, dtype=np.int64)  # noqa: E731
-        return {"Vmem": z(self.n_hidden), "Isyn": z(self.n_hidden, 2), "Spikes": z(self.n_hidden),
-                "Vmem_out": z(self.n_output), "Isyn_out": z(self.n_output)}
+        return {
+            "Vmem": z(self.n_hidden),
+            "Isyn": z(self.n_hidden, 2),
+            "Spikes": z(self.n_hidden),
+            "Vmem_out": z(self.n_output),
+            "Isyn_out": z(self.n_output),
+        }
 
     @staticmethod
     def _public(st: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {"Vmem": st["Vmem"].copy(), "Isyn": st["Isyn"][..., 0].copy(),
-                "Isyn2": st["Isyn"][..., 1].copy(), "Spikes": st["Spikes"].copy(),
-                "Vmem_out": st["Vmem_out"].copy(), "Isyn_out": st["Isyn_out"].copy()}
+        return {
+            "Vmem": st["Vmem"].copy(),
+            "Isyn": st["Isyn"][..., 0].copy(),
+            "Isyn2": st["Isyn"][..., 1].copy(),
+            "Spikes": st["Spikes"].copy(),
+            "Vmem_out": st["Vmem_out"].copy(),
+            "Isyn_out": st["Isyn_out"].copy(),
+        }
 
     @property
     def state(self) -> dict[str, np.ndarray]:
@@ -384,18 +519,38 @@ class XyloSim:
         fix = "pass non-negative integer event counts of shape (T, N_in) or (B, T, N_in)"
         try:
             arr = np.asarray(x)
-        except (TypeError, ValueError) as exc:
-            raise SimulationError(f"input is not an array ({exc})", where="x", fix=fix) from None
+        except (TypeError, ValueError):
+            raise SimulationError(
+                "input is not an array",
+                value="a ragged nested sequence",
+                limit="a rectangular array",
+                where="x",
+                fix=fix,
+            ) from None
         if arr.dtype.kind not in "biuf":
-            raise SimulationError("input dtype", value=str(arr.dtype),
-                                  limit="an integer, bool or float dtype", where="x", fix=fix)
+            raise SimulationError(
+                "input dtype", value=str(arr.dtype), limit="an integer, bool or float dtype", where="x", fix=fix
+            )
         if arr.ndim not in (2, 3):
-            raise SimulationError("input dimensions", value=f"shape {arr.shape} (ndim {arr.ndim})",
-                                  limit="(T, N_in) or (B, T, N_in)", where="x", fix=fix)
+            raise SimulationError(
+                "input dimensions",
+                value=f"shape {arr.shape} (ndim {arr.ndim})",
+                limit="(T, N_in) or (B, T, N_in)",
+                where="x",
+                fix=fix,
+            )
+        if arr.ndim == 3 and arr.shape[0] == 0:
+            raise SimulationError(
+                "batch size", value=0, limit=">= 1 sample", where="x.shape[0]", fix="pass at least one sample"
+            )
         if arr.shape[-1] != self.n_input:
-            raise SimulationError("input channel count", value=arr.shape[-1],
-                                  limit=f"N_in = {self.n_input} (the configuration's input channels)",
-                                  where="x.shape[-1]", fix=fix)
+            raise SimulationError(
+                "input channel count",
+                value=arr.shape[-1],
+                limit=f"N_in = {self.n_input} (the configuration's input channels)",
+                where="x.shape[-1]",
+                fix=fix,
+            )
         if arr.dtype.kind == "f":
             finite = np.isfinite(arr)
             safe = np.where(finite, arr, 0.0)
@@ -403,16 +558,25 @@ class XyloSim:
             if bad.any():
                 idx = tuple(np.argwhere(bad)[0])
                 v = arr[idx]
-                kind = ("non-finite input event count" if not np.isfinite(v) else
-                        "negative input event count" if v < 0 else "non-integer input event count")
-                raise SimulationError(kind, value=float(v), limit="a non-negative integer",
-                                      where=_where(idx), fix=fix)
+                kind = (
+                    "non-finite input event count"
+                    if not np.isfinite(v)
+                    else "negative input event count"
+                    if v < 0
+                    else "non-integer input event count"
+                )
+                raise SimulationError(kind, value=float(v), limit="a non-negative integer", where=_where(idx), fix=fix)
         elif arr.dtype.kind == "i":
             bad = arr < 0
             if bad.any():
                 idx = tuple(np.argwhere(bad)[0])
-                raise SimulationError("negative input event count", value=int(arr[idx]),
-                                      limit="a non-negative integer", where=_where(idx), fix=fix)
+                raise SimulationError(
+                    "negative input event count",
+                    value=int(arr[idx]),
+                    limit="a non-negative integer",
+                    where=_where(idx),
+                    fix=fix,
+                )
         # The chip's 4-bit input counter clips counts above 15 to 15 (documented hardware
         # behaviour, also done by the kernel); clipping here first keeps huge values castable.
         if arr.dtype.kind == "b":
@@ -421,27 +585,117 @@ class XyloSim:
             x64 = np.ascontiguousarray(np.minimum(arr, _MAX_INPUT), dtype=np.int64)
         return x64, arr.ndim == 3
 
+    def _check_state(self, state: Any, batch: int | None) -> dict[str, np.ndarray]:
+        """A state passed back to :meth:`evolve`, as the internal (writable, int64) registers."""
+        where = "XyloSim.evolve(state=...)"
+        fix = "pass a state returned by evolve() (or sim.state) for the same configuration"
+        if not isinstance(state, Mapping):
+            raise SimulationError(
+                "state", value=type(state).__name__, limit="a dict of state arrays", where=where, fix=fix
+            )
+        unknown = sorted(str(k) for k in state if k not in STATE_KEYS)
+        missing = [k for k in STATE_KEYS if k not in state]
+        if unknown or missing:
+            raise SimulationError(
+                "state keys",
+                value=f"unknown {unknown}, missing {missing}",
+                limit=list(STATE_KEYS),
+                where=where,
+                fix=fix,
+            )
+        sizes = {"Vmem_out": self.n_output, "Isyn_out": self.n_output}
+        ranges = {"Spikes": (0, _MAX_SPIKES_HID)}
+        arrays: dict[str, np.ndarray] = {}
+        lead: tuple[int, ...] | None = None
+        for key in STATE_KEYS:
+            lo, hi = ranges.get(key, (_I16_MIN, _I16_MAX))
+            arr = as_int_array(
+                state[key],
+                f"state[{key!r}]",
+                lo=lo,
+                hi=hi,
+                where=where,
+                error=SimulationError,
+                fix=fix,
+                allow_empty=True,
+            )
+            n = sizes.get(key, self.n_hidden)
+            if arr.ndim not in (1, 2) or arr.shape[-1] != n:
+                raise SimulationError(
+                    f"state[{key!r}] shape", value=arr.shape, limit=f"(N,) or (B, N) with N = {n}", where=where, fix=fix
+                )
+            if lead is None:
+                lead = arr.shape[:-1]
+            elif arr.shape[:-1] != lead:
+                raise SimulationError(
+                    f"state[{key!r}] shape",
+                    value=arr.shape,
+                    limit=f"the batch shape {lead} of the other entries",
+                    where=where,
+                    fix=fix,
+                )
+            arrays[key] = arr
+        assert lead is not None
+        if lead and (batch is None or lead[0] != batch):
+            raise SimulationError(
+                "state batch size",
+                value=lead[0],
+                limit="an unbatched state for unbatched input" if batch is None else f"{batch} (the input's batch)",
+                where=where,
+                fix=fix,
+            )
+        if self.k == 1 and np.any(arrays["Isyn2"]):
+            raise SimulationError(
+                "state['Isyn2']", value="non-zero", limit="zeros (one synapse per neuron)", where=where, fix=fix
+            )
+        st = {
+            "Vmem": arrays["Vmem"],
+            "Isyn": np.stack([arrays["Isyn"], arrays["Isyn2"]], axis=-1),
+            "Spikes": arrays["Spikes"],
+            "Vmem_out": arrays["Vmem_out"],
+            "Isyn_out": arrays["Isyn_out"],
+        }
+        return {key: np.array(v, dtype=np.int64, order="C") for key, v in st.items()}
+
     # -- run ------------------------------------------------------------------------------------
-    def evolve(self, x: Any, record: bool = False
-               ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Run the core on input event counts ``x`` from the current state.
+    def __call__(
+        self, x: Any, record: bool = False, state: Mapping[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Same as :meth:`evolve` (Rockpool modules are called: ``out, state, rec = sim(x, record=True)``)."""
+        return self.evolve(x, record=record, state=state)
+
+    def evolve(
+        self, x: Any, record: bool = False, state: Mapping[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Run the core on input event counts ``x`` from the current state (or from ``state``).
 
         Args:
             x: ``(T, N_in)`` or ``(B, T, N_in)`` non-negative integer event counts (any integer or bool
-                dtype, or float holding integers). Counts above 15 are clipped to 15 as the chip does.
-            record: also return the recorded states (see the module docstring).
+                dtype, or float holding integers). Counts above 15 are clipped to 15 as the chip does
+                (huge counts included: the chip's 4-bit input counter saturates, nothing overflows).
+                An empty time axis (``T = 0``) returns empty outputs and leaves the state unchanged.
+            record: also return the recorded states (see the module docstring); a bool.
+            state: start from this state (a dict as returned by :meth:`evolve` or :attr:`state`, entries
+                ``(N,)`` or, for batched input, ``(B, N)``) instead of the current one.
 
         Returns:
             ``(output, state, record)``: output spikes ``(T, N_out)`` / ``(B, T, N_out)`` (int32),
             the state after the run (copies), and the record dict (empty when ``record`` is False).
 
         Raises:
-            SimulationError: bad input (naming the first offending index), or a batch size that
+            SimulationError: bad input (naming the first offending index), an empty batch, a bad
+                ``state`` (keys, shape, batch size, values outside the registers), or a batch size that
                 differs from the batched state of a previous call (call :meth:`reset_state`).
         """
+        record = check_bool(record, "record", where="XyloSim.evolve", error=SimulationError)
         x64, batched = self._check_input(x)
         st = self._state
-        if batched:
+        if state is not None:
+            st = self._check_state(state, x64.shape[0] if batched else None)
+            if batched and st["Vmem"].ndim == 1:
+                B = x64.shape[0]
+                st = {key: np.ascontiguousarray(np.broadcast_to(v, (B,) + v.shape)) for key, v in st.items()}
+        elif batched:
             B = x64.shape[0]
             if st is None:
                 st = self._zero_state((B,))
@@ -449,28 +703,48 @@ class XyloSim:
                 # An unbatched state is broadcast to every sample of the batch.
                 st = {key: np.ascontiguousarray(np.broadcast_to(v, (B,) + v.shape)) for key, v in st.items()}
             elif self._batch != B:
-                raise SimulationError("batch size", value=B, limit=f"{self._batch} (the batched state)",
-                                      where="x.shape[0]",
-                                      fix="call reset_state() before running a different batch size")
+                raise SimulationError(
+                    "batch size",
+                    value=B,
+                    limit=f"{self._batch} (the batched state)",
+                    where="x.shape[0]",
+                    fix="call reset_state() before running a different batch size",
+                )
         else:
             if st is None:
                 st = self._zero_state(())
             elif self._batch is not None:
-                raise SimulationError("unbatched input after a batched run", value=f"shape {x64.shape}",
-                                      limit=f"(B={self._batch}, T, N_in)", where="x",
-                                      fix="call reset_state() before running unbatched input")
-        lead = x64.shape[:-1]                     # (T,) or (B, T)
+                raise SimulationError(
+                    "unbatched input after a batched run",
+                    value=f"shape {x64.shape}",
+                    limit=f"(B={self._batch}, T, N_in)",
+                    where="x",
+                    fix="call reset_state() before running unbatched input",
+                )
+        lead = x64.shape[:-1]  # (T,) or (B, T)
         out = np.zeros(lead + (self.n_output,), dtype=np.int32)
         if record:
-            recs = [np.zeros(lead + (n,), dtype=np.int32) for n in
-                    (self.n_hidden,) * 4 + (self.n_output,) * 2]
+            recs = [np.zeros(lead + (n,), dtype=np.int32) for n in (self.n_hidden,) * 4 + (self.n_output,) * 2]
         else:
             empty = (1, 0, 0) if batched else (0, 0)
             recs = [np.zeros(empty, dtype=np.int32) for _ in range(6)]
         kernel = _run_batch if batched else _run_sample
-        kernel(x64, self.k, *self._in, *self._rec, *self._out, *self._neuron,
-               st["Vmem"], st["Isyn"], st["Spikes"], st["Vmem_out"], st["Isyn_out"],
-               out, bool(record), *recs)
+        kernel(
+            x64,
+            self.k,
+            *self._in,
+            *self._rec,
+            *self._out,
+            *self._neuron,
+            st["Vmem"],
+            st["Isyn"],
+            st["Spikes"],
+            st["Vmem_out"],
+            st["Isyn_out"],
+            out,
+            bool(record),
+            *recs,
+        )
         self._state = st
         self._batch = x64.shape[0] if batched else None
         rec_dict = dict(zip(RECORD_KEYS, recs)) if record else {}

@@ -17,17 +17,19 @@ def load_digits_split(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray
     from sklearn.model_selection import train_test_split
 
     d = load_digits()
-    x_tr, x_te, y_tr, y_te = train_test_split(d.data.astype(np.float64), d.target, test_size=0.25,
-                                              random_state=seed, stratify=d.target)
+    x_tr, x_te, y_tr, y_te = train_test_split(
+        d.data.astype(np.float64), d.target, test_size=0.25, random_state=seed, stratify=d.target
+    )
     return x_tr, y_tr, x_te, y_te
 
 
-def train_mlp(x: np.ndarray, y: np.ndarray, steps: int = 400, lr: float = 3e-3, seed: int = 0
-              ) -> list[tuple[np.ndarray, np.ndarray]]:
+def train_mlp(
+    x: np.ndarray, y: np.ndarray, steps: int = 400, lr: float = 3e-3, seed: int = 0
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Full-batch Adam on softmax cross-entropy; returns [(W (in, out), b (out,)), ...]."""
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(1):   # small matrices: BLAS threads only contend on a shared machine
+    with threadpool_limits(1):  # small matrices: BLAS threads only contend on a shared machine
         return _train(x, y, steps, lr, seed)
 
 
@@ -58,7 +60,7 @@ def _train(x: np.ndarray, y: np.ndarray, steps: int, lr: float, seed: int) -> li
         for j, (p_, g_) in enumerate(zip(flat, grads)):
             m[j] = 0.9 * m[j] + 0.1 * g_
             v[j] = 0.999 * v[j] + 0.001 * g_ * g_
-            p_ -= lr * (m[j] / (1 - 0.9 ** step)) / (np.sqrt(v[j] / (1 - 0.999 ** step)) + 1e-8)
+            p_ -= lr * (m[j] / (1 - 0.9**step)) / (np.sqrt(v[j] / (1 - 0.999**step)) + 1e-8)
     # fold the 1/16 input normalisation into the first layer: the network takes raw pixels 0..16
     W0, b0 = params[0]
     return [(W0 / 16.0, b0)] + params[1:]

@@ -19,9 +19,9 @@ def test_digits_mlp_int8_within_half_a_point_of_float():
             layers.append(ReLU(f"relu{i}"))
     spec = mapper(layers, calibration=x_tr)
     assert check_constraints(spec.config) == []
-    assert spec.config.input_signed is False                    # pixels 0..16 -> uint8 input
+    assert spec.config.input_signed is False  # pixels 0..16 -> uint8 input
     out, _, rec = SiracusaSim(spec.config).evolve(quantize_input(x_te[:, None, :], spec.config), record=True)
     acc_int = float(np.mean(out[:, 0].argmax(-1) == y_te))
     assert acc_float > 0.95
     assert abs(acc_int - acc_float) <= 0.005, (acc_float, acc_int)
-    assert rec["fc0/out"].min() >= 0 and rec["fc2/out"].min() < 0   # ReLU fused as unsigned, logits signed
+    assert rec["fc0/out"].min() >= 0 and rec["fc2/out"].min() < 0  # ReLU fused as unsigned, logits signed

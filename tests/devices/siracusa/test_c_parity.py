@@ -13,8 +13,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from pondlib.devices.siracusa.config import QLIF, RequantShift
 from pondlib.devices.siracusa.sim import gemm_acc, lif_step, requant_shift, wrap32
+from pondlib.devices.siracusa.specification import QLIF, RequantShift
 from tests.ccompile import build, ptr
 
 C_SOURCE = r"""
@@ -77,8 +77,19 @@ I32 = ctypes.c_int32
 def lib():
     lib = build(C_SOURCE, "siracusa_kernels", flags=("-fwrapv",))
     lib.requant.restype = None
-    lib.requant.argtypes = [ctypes.POINTER(I32), ctypes.POINTER(I32), ctypes.c_int, ctypes.c_int,
-                            ctypes.POINTER(I32), ctypes.POINTER(I32), ctypes.c_int, I32, I32, I32, I32]
+    lib.requant.argtypes = [
+        ctypes.POINTER(I32),
+        ctypes.POINTER(I32),
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.POINTER(I32),
+        ctypes.POINTER(I32),
+        ctypes.c_int,
+        I32,
+        I32,
+        I32,
+        I32,
+    ]
     lib.gemm_rq.restype = None
     lib.int_lif.restype = None
     return lib
@@ -90,8 +101,19 @@ def c_requant(lib, x: np.ndarray, rq: RequantShift) -> np.ndarray:
     mul = np.ascontiguousarray(np.atleast_1d(rq.mul), dtype=np.int32)
     add = np.ascontiguousarray(np.broadcast_to(np.atleast_1d(rq.add), mul.shape), dtype=np.int32)
     lo, hi = rq.out_range
-    lib.requant(ptr(x32, I32), ptr(y, I32), x32.size, x32.shape[-1], ptr(mul, I32), ptr(add, I32), mul.size,
-                rq.in_offset, rq.shift, lo, hi)
+    lib.requant(
+        ptr(x32, I32),
+        ptr(y, I32),
+        x32.size,
+        x32.shape[-1],
+        ptr(mul, I32),
+        ptr(add, I32),
+        mul.size,
+        rq.in_offset,
+        rq.shift,
+        lo,
+        hi,
+    )
     return y.astype(np.int64)
 
 
@@ -99,22 +121,27 @@ def random_requant(rng, c: int, big: bool) -> RequantShift:
     shift = int(rng.integers(0, 32))
     per_channel = bool(rng.integers(0, 2))
     n = c if per_channel else 1
-    if big:   # full int32 range: products and sums wrap
-        mul = rng.integers(-2**31, 2**31, n)
-        add = rng.integers(-2**31, 2**31, n)
+    if big:  # full int32 range: products and sums wrap
+        mul = rng.integers(-(2**31), 2**31, n)
+        add = rng.integers(-(2**31), 2**31, n)
     else:
-        mul = rng.integers(-2**12, 2**12, n)
-        add = rng.integers(-2**20, 2**20, n)
+        mul = rng.integers(-(2**12), 2**12, n)
+        add = rng.integers(-(2**20), 2**20, n)
     bits = int(rng.integers(2, 9))
-    return RequantShift(mul=mul if per_channel else mul[0], add=add if per_channel else add[0],
-                        div=1 << shift, out_bits=bits, signed=bool(rng.integers(0, 2)),
-                        in_offset=int(rng.integers(-128, 128)))
+    return RequantShift(
+        mul=mul if per_channel else mul[0],
+        add=add if per_channel else add[0],
+        div=1 << shift,
+        out_bits=bits,
+        signed=bool(rng.integers(0, 2)),
+        in_offset=int(rng.integers(-128, 128)),
+    )
 
 
 def test_requant_hand_cases_in_c_and_python(lib):
     half = RequantShift(mul=1, add=0, div=2)
     x = np.array([-3, -5, -1, 1, 3, 5, -4, 4])
-    expected = [-1, -2, 0, 1, 2, 3, -2, 2]          # round half up: -1.5 -> -1, -2.5 -> -2, 0.5 -> 1
+    expected = [-1, -2, 0, 1, 2, 3, -2, 2]  # round half up: -1.5 -> -1, -2.5 -> -2, 0.5 -> 1
     assert requant_shift(x, half).tolist() == expected
     assert c_requant(lib, x[None], half)[0].tolist() == expected
     # wrap: 2^16 * 2^16 = 2^32 wraps to 0; INT32_MAX + rounding wraps to INT32_MIN then >> 1
@@ -122,7 +149,7 @@ def test_requant_hand_cases_in_c_and_python(lib):
     assert requant_shift(np.array([65536, 65537]), wrap).tolist() == [0, 127]
     assert c_requant(lib, np.array([[65536, 65537]]), wrap)[0].tolist() == [0, 127]
     top = RequantShift(mul=1, add=2**31 - 2, div=2, out_bits=8)
-    assert requant_shift(np.array([1]), top).tolist() == [-128]      # wrap32(2^31 - 1 + 1) = -2^31
+    assert requant_shift(np.array([1]), top).tolist() == [-128]  # wrap32(2^31 - 1 + 1) = -2^31
     assert c_requant(lib, np.array([[1]]), top)[0].tolist() == [-128]
 
 
@@ -133,7 +160,7 @@ def test_requant_random_parity(lib):
         c = int(rng.integers(1, 17))
         big = case % 2 == 0
         rq = random_requant(rng, c, big)
-        x = rng.integers(-2**31, 2**31, (16, c)) if big else rng.integers(-2**15, 2**15, (16, c))
+        x = rng.integers(-(2**31), 2**31, (16, c)) if big else rng.integers(-(2**15), 2**15, (16, c))
         got = requant_shift(x, rq)
         want = c_requant(lib, x, rq)
         assert np.array_equal(got, want), (case, rq)
@@ -146,7 +173,7 @@ def test_requant_random_parity(lib):
 
 def test_negative_rounding_parity(lib):
     rng = np.random.default_rng(2)
-    x = -rng.integers(1, 2**20, 4000)           # negative values, every shift, odd and even
+    x = -rng.integers(1, 2**20, 4000)  # negative values, every shift, odd and even
     for shift in range(0, 32):
         rq = RequantShift(mul=1, add=0, div=1 << shift, out_bits=8)
         assert np.array_equal(requant_shift(x[None], rq), c_requant(lib, x[None], rq))
@@ -167,9 +194,23 @@ def c_gemm(lib, x, w, bias, rq):
     acc = np.zeros((M, O), dtype=np.int32)
     y = np.zeros((M, O), dtype=np.int32)
     lo, hi = rq.out_range
-    lib.gemm_rq(ptr(x32, I32), ptr(w8, ctypes.c_int8), ptr(b32, I32), int(bias is not None), M, K, O,
-                ptr(mul, I32), ptr(add, I32), mul.size, I32(rq.shift), I32(lo), I32(hi), ptr(acc, I32),
-                ptr(y, I32))
+    lib.gemm_rq(
+        ptr(x32, I32),
+        ptr(w8, ctypes.c_int8),
+        ptr(b32, I32),
+        int(bias is not None),
+        M,
+        K,
+        O,
+        ptr(mul, I32),
+        ptr(add, I32),
+        mul.size,
+        I32(rq.shift),
+        I32(lo),
+        I32(hi),
+        ptr(acc, I32),
+        ptr(y, I32),
+    )
     return acc.astype(np.int64), y.astype(np.int64)
 
 
@@ -182,10 +223,10 @@ def test_gemm_requant_random_parity(lib):
         x = rng.integers(-128, 128, (M, K)) if signed_in else rng.integers(0, 256, (M, K))
         w = rng.integers(-128, 128, (K, O))
         big = case % 3 == 0
-        if big:   # near the int32 edges so that the accumulator wraps around
+        if big:  # near the int32 edges so that the accumulator wraps around
             bias = rng.choice([-1, 1], O) * (2**31 - rng.integers(1, 2**19, O))
         else:
-            bias = rng.integers(-2**16, 2**16, O) if case % 2 else None
+            bias = rng.integers(-(2**16), 2**16, O) if case % 2 else None
         rq = random_requant(rng, O, big)
         rq = RequantShift(rq.mul, rq.add, rq.div, rq.out_bits, rq.signed, 0)
         acc = gemm_acc(x, w, bias)
@@ -202,7 +243,12 @@ def test_gemm_fused_lambda_form_equals_unfused():
     # docs: clamp((acc * mul + lambda) >> s), lambda = bias * mul + add + 2^(s-1), equal mod 2^32
     rng = np.random.default_rng(4)
     x, w = rng.integers(-128, 128, (8, 32)), rng.integers(-128, 128, (32, 16))
-    bias, mul, add, s = rng.integers(-2**20, 2**20, 16), rng.integers(1, 2**14, 16), rng.integers(-2**20, 2**20, 16), 13
+    bias, mul, add, s = (
+        rng.integers(-(2**20), 2**20, 16),
+        rng.integers(1, 2**14, 16),
+        rng.integers(-(2**20), 2**20, 16),
+        13,
+    )
     unfused = requant_shift(gemm_acc(x, w, bias), RequantShift(mul, add, 1 << s))
     lam = wrap32(wrap32(bias * mul) + add + (1 << (s - 1)))
     fused = np.clip(wrap32(wrap32(gemm_acc(x, w, None) * mul) + lam) >> s, -128, 127)
@@ -218,9 +264,23 @@ def c_lif(lib, inp, layer: QLIF):
     i32 = np.ascontiguousarray(inp, dtype=np.int32)
     beta, inm, add, thr = arr(layer.beta_mul), arr(layer.in_mul), arr(layer.add), arr(layer.threshold)
     lo, hi = layer.state_range
-    lib.int_lif(ptr(i32, I32), T, N, ptr(beta, I32), ptr(inm, I32), ptr(add, I32), I32(layer.shift),
-                ptr(thr, I32), I32(lo), I32(hi), int(layer.reset == "zero"), int(layer.compare == ">"),
-                ptr(v, I32), ptr(vrec, I32), ptr(z, I32))
+    lib.int_lif(
+        ptr(i32, I32),
+        T,
+        N,
+        ptr(beta, I32),
+        ptr(inm, I32),
+        ptr(add, I32),
+        I32(layer.shift),
+        ptr(thr, I32),
+        I32(lo),
+        I32(hi),
+        int(layer.reset == "zero"),
+        int(layer.compare == ">"),
+        ptr(v, I32),
+        ptr(vrec, I32),
+        ptr(z, I32),
+    )
     return vrec.astype(np.int64), z.astype(np.int64)
 
 
@@ -233,11 +293,18 @@ def test_int_lif_random_parity(lib):
         shift = int(rng.integers(0, 32))
         big = case % 2 == 0
         span = 2**31 if big else 2**12
-        layer = QLIF("lif", beta_mul=rng.integers(-span if big else 0, span, N),
-                     in_mul=rng.integers(-span, span, N), add=rng.integers(-span, span, N), shift=shift,
-                     threshold=rng.integers(1, 2 ** (bits - 1), N), state_bits=bits,
-                     reset=str(rng.choice(["subtract", "zero"])), compare=str(rng.choice([">=", ">"])))
-        inp = rng.integers(-2**31, 2**31, (T, N)) if big else rng.integers(-2**16, 2**16, (T, N))
+        layer = QLIF(
+            "lif",
+            beta_mul=rng.integers(-span if big else 0, span, N),
+            in_mul=rng.integers(-span, span, N),
+            add=rng.integers(-span, span, N),
+            shift=shift,
+            threshold=rng.integers(1, 2 ** (bits - 1), N),
+            state_bits=bits,
+            reset=str(rng.choice(["subtract", "zero"])),
+            compare=str(rng.choice([">=", ">"])),
+        )
+        inp = rng.integers(-(2**31), 2**31, (T, N)) if big else rng.integers(-(2**16), 2**16, (T, N))
         v = np.zeros(N, dtype=np.int64)
         vs, zs = [], []
         for t in range(T):

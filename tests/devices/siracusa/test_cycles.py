@@ -40,13 +40,13 @@ def test_table_tiling_buffering_and_weight_memory():
     g = QGemm("fc", weight=np.zeros((512, 512), dtype=int), requant=RequantShift(mul=1))
     cfg = SiracusaConfig(layers=(g,), n_input=512, rows=32)
     single = cycle_table(cfg.replace(buffering=1, l1_budget=64_000))[0]
-    double = cycle_table(cfg.replace(buffering=2, l1_budget=128_000))[0]   # the same tiles, twice the L1
+    double = cycle_table(cfg.replace(buffering=2, l1_budget=128_000))[0]  # the same tiles, twice the L1
     assert single.n_tiles == double.n_tiles > 1
-    assert double.total < single.total and double.kernel > 0       # overlap hides the DMA
+    assert double.total < single.total and double.kernel > 0  # overlap hides the DMA
     assert single.dma_in > 0 and single.kernel > 0 and single.dma_out > 0
     npu = cycle_table(cfg.replace(npu_layers=("fc",)))[0]
     wmem = cycle_table(cfg.replace(npu_layers=("fc",), use_weight_memory=True))[0]
-    assert npu.unit == "npu" and wmem.dma_in < npu.dma_in / 2      # weights are not DMAed
+    assert npu.unit == "npu" and wmem.dma_in < npu.dma_in / 2  # weights are not DMAed
     text = format_cycle_table([single])
     assert text.splitlines()[0].split()[:3] == ["layer", "kind", "unit"] and "fc" in text
     one = cycle_table(cfg, cores=1, simd=False)[0]

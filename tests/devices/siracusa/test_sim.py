@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from pondlib.devices.siracusa import (
+    QLIF,
     QConv2d,
     QGemm,
-    QLIF,
     QRequant,
     RequantShift,
     SiracusaConfig,
@@ -22,7 +22,7 @@ from pondlib.errors import ConfigError, SimulationError
 
 def test_requant_shift_hand_cases():
     rq = RequantShift(mul=1, div=2)
-    assert requant_shift(np.array([-3, -5, -1]), rq).tolist() == [-1, -2, 0]     # round half up
+    assert requant_shift(np.array([-3, -5, -1]), rq).tolist() == [-1, -2, 0]  # round half up
     assert requant_shift(np.array([300, -300]), RequantShift(mul=1)).tolist() == [127, -128]  # clamp
     relu = RequantShift(mul=1, signed=False)
     assert requant_shift(np.array([-5, 0, 7, 300]), relu).tolist() == [0, 0, 7, 255]
@@ -45,14 +45,15 @@ def naive_conv(x, w, stride, pad, groups):
         for j in range(Wo):
             for o in range(O):
                 g = o // og
-                patch = xp[i * stride:i * stride + kh, j * stride:j * stride + kw, g * cg:(g + 1) * cg]
+                patch = xp[i * stride : i * stride + kh, j * stride : j * stride + kw, g * cg : (g + 1) * cg]
                 out[i, j, o] = int(np.sum(patch * w[:, :, :, o]))
     return out
 
 
-@pytest.mark.parametrize("k, stride, pad, groups, C, O", [(3, 1, 1, 1, 4, 8), (3, 2, 0, 1, 3, 16),
-                                                          (1, 1, 0, 1, 8, 4), (3, 1, 1, 6, 6, 6),
-                                                          (3, 1, 1, 2, 4, 8)])
+@pytest.mark.parametrize(
+    "k, stride, pad, groups, C, O",
+    [(3, 1, 1, 1, 4, 8), (3, 2, 0, 1, 3, 16), (1, 1, 0, 1, 8, 4), (3, 1, 1, 6, 6, 6), (3, 1, 1, 2, 4, 8)],
+)
 def test_conv_matches_loops(k, stride, pad, groups, C, O):
     rng = np.random.default_rng(k + stride + groups)
     x = rng.integers(-128, 128, (2, 7, 6, C))
@@ -64,9 +65,13 @@ def test_conv_matches_loops(k, stride, pad, groups, C, O):
 
 
 def lif_config(reset="subtract"):
-    return SiracusaConfig(n_input=2, layers=(
-        QGemm("fc", weight=[[20, 0], [0, 30]]),
-        QLIF("lif", beta_mul=[3, 2], in_mul=[1, 1], add=[0, 0], shift=2, threshold=[15, 40], reset=reset)))
+    return SiracusaConfig(
+        n_input=2,
+        layers=(
+            QGemm("fc", weight=[[20, 0], [0, 30]]),
+            QLIF("lif", beta_mul=[3, 2], in_mul=[1, 1], add=[0, 0], shift=2, threshold=[15, 40], reset=reset),
+        ),
+    )
 
 
 def test_lif_hand_trajectory_and_reset_modes():
@@ -76,7 +81,7 @@ def test_lif_hand_trajectory_and_reset_modes():
     # 8, 12, 14, 15
     assert rec["lif/v"][:, 0].tolist() == [5, 9, 12, 14]
     assert rec["lif/v"][:, 1].tolist() == [8, 12, 14, 15]
-    x = np.array([[3, 0]] * 3)                    # (3 v + 60 + 2) >> 2 = 15 -> spike
+    x = np.array([[3, 0]] * 3)  # (3 v + 60 + 2) >> 2 = 15 -> spike
     out, _, rec = SiracusaSim(lif_config()).evolve(x, record=True)
     assert out[:, 0].tolist() == [1, 1, 1] and rec["lif/v"][:, 0].tolist() == [0, 0, 0]
     out, _, rec = SiracusaSim(lif_config("zero")).evolve(np.array([[4, 0]] * 2), record=True)
@@ -106,7 +111,7 @@ def test_bad_input_and_bad_config_raise():
     cfg = SiracusaConfig(n_input=2, layers=(QRequant("r", 2, RequantShift(mul=1)),))
     sim = SiracusaSim(cfg)
     with pytest.raises(SimulationError, match="out of range"):
-        sim.evolve(np.array([[0, 128]]))               # never clipped silently
+        sim.evolve(np.array([[0, 128]]))  # never clipped silently
     with pytest.raises(SimulationError, match="input shape"):
         sim.evolve(np.zeros((4, 3), dtype=int))
     with pytest.raises(SimulationError, match="non-integer"):

@@ -15,8 +15,8 @@ import itertools
 import numpy as np
 import pytest
 
-from pondlib.devices.spinnaker2.config import LIFOptions
 from pondlib.devices.spinnaker2.sim import DNNSim, LIFParams, LIFState, f32_fma, lif_step, mla_layer
+from pondlib.devices.spinnaker2.specification import LIFOptions
 from tests.ccompile import build, ptr
 
 LIF_C = r"""
@@ -121,14 +121,23 @@ def _case(rng, N: int, kind: str) -> LIFParams:
         # integer-valued thresholds and inputs with alpha in {0.5, 1}: the membrane hits the
         # threshold exactly often, which separates ">" from ">="
         return LIFParams.from_arrays(
-            threshold=rng.integers(1, 6, N).astype(np.float32), alpha=rng.choice([0.5, 1.0], N),
-            i_offset=rng.choice([0.0, 0.5, -0.5, 1.0], N), v_reset=rng.choice([0.0, -1.0], N),
-            exc_decay=rng.choice([0.5, 0.75], N), inh_decay=rng.choice([0.25, 0.5], N),
-            t_refrac=rng.integers(0, 3, N))
+            threshold=rng.integers(1, 6, N).astype(np.float32),
+            alpha=rng.choice([0.5, 1.0], N),
+            i_offset=rng.choice([0.0, 0.5, -0.5, 1.0], N),
+            v_reset=rng.choice([0.0, -1.0], N),
+            exc_decay=rng.choice([0.5, 0.75], N),
+            inh_decay=rng.choice([0.25, 0.5], N),
+            t_refrac=rng.integers(0, 3, N),
+        )
     return LIFParams.from_arrays(
-        threshold=rng.uniform(0.5, 40.0, N), alpha=rng.uniform(0.3, 1.0, N), i_offset=rng.normal(0, 2.0, N),
-        v_reset=rng.normal(-1.0, 2.0, N), exc_decay=rng.uniform(0.0, 1.0, N), inh_decay=rng.uniform(0.0, 1.0, N),
-        t_refrac=rng.integers(0, 4, N))
+        threshold=rng.uniform(0.5, 40.0, N),
+        alpha=rng.uniform(0.3, 1.0, N),
+        i_offset=rng.normal(0, 2.0, N),
+        v_reset=rng.normal(-1.0, 2.0, N),
+        exc_decay=rng.uniform(0.0, 1.0, N),
+        inh_decay=rng.uniform(0.0, 1.0, N),
+        t_refrac=rng.integers(0, 4, N),
+    )
 
 
 def _run_c(lib, p: LIFParams, exc, inh, has_current, opts: LIFOptions):
@@ -138,13 +147,24 @@ def _run_c(lib, p: LIFParams, exc, inh, has_current, opts: LIFOptions):
     v_out = np.zeros((T, N), np.float32)
     spk = np.zeros((T, N), np.int32)
     exc, inh = np.ascontiguousarray(exc, np.int64), np.ascontiguousarray(inh, np.int64)
-    lib.lif_run(ctypes.c_int(T), ctypes.c_int(N), ptr(exc, ctypes.c_int64), ptr(inh, ctypes.c_int64),
-                *(ptr(np.ascontiguousarray(a), ctypes.c_float) for a in p[:6]),
-                ptr(np.ascontiguousarray(p.t_refrac), ctypes.c_int64),
-                ctypes.c_int(int(has_current)), ctypes.c_int(int(opts.compare == ">=")),
-                ctypes.c_int(int(opts.reset == "to_v_reset")), ctypes.c_int(int(opts.order == "input_first")),
-                ptr(v, ctypes.c_float), ptr(ie, ctypes.c_float), ptr(ih, ctypes.c_float),
-                ptr(refrac, ctypes.c_int64), ptr(v_out, ctypes.c_float), ptr(spk, ctypes.c_int32))
+    lib.lif_run(
+        ctypes.c_int(T),
+        ctypes.c_int(N),
+        ptr(exc, ctypes.c_int64),
+        ptr(inh, ctypes.c_int64),
+        *(ptr(np.ascontiguousarray(a), ctypes.c_float) for a in p[:6]),
+        ptr(np.ascontiguousarray(p.t_refrac), ctypes.c_int64),
+        ctypes.c_int(int(has_current)),
+        ctypes.c_int(int(opts.compare == ">=")),
+        ctypes.c_int(int(opts.reset == "to_v_reset")),
+        ctypes.c_int(int(opts.order == "input_first")),
+        ptr(v, ctypes.c_float),
+        ptr(ie, ctypes.c_float),
+        ptr(ih, ctypes.c_float),
+        ptr(refrac, ctypes.c_int64),
+        ptr(v_out, ctypes.c_float),
+        ptr(spk, ctypes.c_int32),
+    )
     return v_out, spk
 
 
@@ -159,9 +179,12 @@ def _run_py(p: LIFParams, exc, inh, has_current, opts: LIFOptions):
     return np.stack(vs), np.stack(ss).astype(np.int32)
 
 
-OPTION_GRID = [LIFOptions(c, r, f, o) for c, r, f, o in
-               itertools.product((">", ">="), ("subtract", "to_v_reset"), (False, True),
-                                 ("offset_first", "input_first"))]
+OPTION_GRID = [
+    LIFOptions(c, r, f, o)
+    for c, r, f, o in itertools.product(
+        (">", ">="), ("subtract", "to_v_reset"), (False, True), ("offset_first", "input_first")
+    )
+]
 
 
 @pytest.mark.parametrize("fma", [False, True], ids=["no_fma", "fma"])
@@ -187,8 +210,8 @@ def test_lif_float32_matches_c_bit_for_bit(fma):
                 # a tie spiked under ">=": the membrane after reset is v_reset, detect via a rerun with ">"
                 v_gt, s_gt = _run_py(p, exc, inh, has_current, LIFOptions(">", opts.reset, fma, opts.order))
                 ties += int((s_gt != s_p).sum())
-    assert compared == 2 * 2 * 3 * 8 * 60 * 48   # seeds x kinds x models x options x T x N
-    assert spikes > 1000 and negative > 1000 and ties > 0   # the cases exercise spikes, signs and ties
+    assert compared == 2 * 2 * 3 * 8 * 60 * 48  # seeds x kinds x models x options x T x N
+    assert spikes > 1000 and negative > 1000 and ties > 0  # the cases exercise spikes, signs and ties
 
 
 def test_fma_emulation_matches_fmaf():
@@ -197,23 +220,23 @@ def test_fma_emulation_matches_fmaf():
     n = 20000
     a = rng.normal(size=n).astype(np.float32)
     b = rng.normal(size=n).astype(np.float32)
-    c = (-(a.astype(np.float64) * b) * rng.choice([1.0, 1 + 2 ** -20], n)).astype(np.float32)  # cancellation
+    c = (-(a.astype(np.float64) * b) * rng.choice([1.0, 1 + 2**-20], n)).astype(np.float32)  # cancellation
     c[: n // 2] = rng.normal(size=n // 2).astype(np.float32) * np.float32(2.0) ** rng.integers(-30, 30, n // 2)
     ours = f32_fma(a, b, c)
     ref = np.array([lib.fma_c(float(x), float(y), float(z)) for x, y, z in zip(a, b, c)], dtype=np.float32)
     assert np.array_equal(ours.view(np.uint32), ref.view(np.uint32))
-    plain = (a * b + c).astype(np.float32)            # two roundings: differs from fmaf somewhere
+    plain = (a * b + c).astype(np.float32)  # two roundings: differs from fmaf somewhere
     assert not np.array_equal(plain.view(np.uint32), ref.view(np.uint32))
     # Double rounding: a * b = 64 - 2^-30 and c = 2^30 + 2^7 give an exact sum just below a float32
     # midpoint; float64 rounds it onto the midpoint and float32 then rounds up. Round to odd does not.
     k = np.arange(15, 20)
     a2 = (8.0 - np.ldexp(1.0, -k)).astype(np.float32)
     b2 = (8.0 + np.ldexp(1.0, -k)).astype(np.float32)
-    c2 = np.full(k.shape, 2.0 ** 30 + 2.0 ** 7, dtype=np.float32)
+    c2 = np.full(k.shape, 2.0**30 + 2.0**7, dtype=np.float32)
     ref2 = np.array([lib.fma_c(float(x), float(y), float(z)) for x, y, z in zip(a2, b2, c2)], np.float32)
     naive = (a2.astype(np.float64) * b2 + c2).astype(np.float32)
     assert np.array_equal(f32_fma(a2, b2, c2).view(np.uint32), ref2.view(np.uint32))
-    assert np.all(naive != ref2)                       # the naive float64 route is wrong here
+    assert np.all(naive != ref2)  # the naive float64 route is wrong here
 
 
 @pytest.mark.parametrize("acc_bits,wrap", [(24, False), (24, True), (16, True), (12, True)])
@@ -228,13 +251,25 @@ def test_mla_layer_matches_c(acc_bits, wrap):
         w = rng.integers(-128, 128, (K, N)).astype(np.int8)
         if trial % 3 == 0:
             x[:, :] = -128
-            w[:, :] = -128     # the most positive products
-        b = rng.integers(-2 ** 20, 2 ** 20, N).astype(np.int32)
+            w[:, :] = -128  # the most positive products
+        b = rng.integers(-(2**20), 2**20, N).astype(np.int32)
         shift, relu = int(rng.integers(0, 16)), bool(trial % 2)
         y_c = np.zeros((B, N), np.int32)
         acc_c = np.zeros((B, N), np.int64)
-        over = lib.mla(B, K, N, ptr(x, ctypes.c_int8), ptr(w, ctypes.c_int8), ptr(b, ctypes.c_int32), shift,
-                       int(relu), acc_bits, int(wrap), ptr(y_c, ctypes.c_int32), ptr(acc_c, ctypes.c_int64))
+        over = lib.mla(
+            B,
+            K,
+            N,
+            ptr(x, ctypes.c_int8),
+            ptr(w, ctypes.c_int8),
+            ptr(b, ctypes.c_int32),
+            shift,
+            int(relu),
+            acc_bits,
+            int(wrap),
+            ptr(y_c, ctypes.c_int32),
+            ptr(acc_c, ctypes.c_int64),
+        )
         if wrap:
             y_p, acc_p = mla_layer(x, w, b, shift, relu, acc_bits, "wrap")
             exact = x.astype(np.int64) @ w.astype(np.int64) + b
@@ -250,16 +285,19 @@ def test_mla_layer_matches_c(acc_bits, wrap):
         cases += B * N
     assert cases > 0
     if wrap and acc_bits < 24:
-        assert wraps > 0          # the wrap path was exercised
+        assert wraps > 0  # the wrap path was exercised
 
 
 def test_dnn_sim_chain_matches_c():
     from pondlib.devices.spinnaker2.dnn import MLP, dnn_mapper
+
     lib = build(MLA_C, "s2_mla", flags=("-ffp-contract=off",))
     lib.mla.restype = ctypes.c_int
     rng = np.random.default_rng(5)
-    mlp = MLP.from_arrays([rng.normal(size=(64, 40)) * 0.2, rng.normal(size=(40, 10)) * 0.2],
-                          [rng.normal(size=40) * 0.1, rng.normal(size=10) * 0.1])
+    mlp = MLP.from_arrays(
+        [rng.normal(size=(64, 40)) * 0.2, rng.normal(size=(40, 10)) * 0.2],
+        [rng.normal(size=40) * 0.1, rng.normal(size=10) * 0.1],
+    )
     x = rng.random((50, 64)) * 16
     cfg = dnn_mapper(mlp, calibration=x)
     xq = cfg.quantize_input(x)
@@ -270,8 +308,22 @@ def test_dnn_sim_chain_matches_c():
         y = np.zeros((len(h), N), np.int32)
         acc = np.zeros((len(h), N), np.int64)
         w8, b32 = layer.weights.astype(np.int8), layer.bias.astype(np.int32)
-        assert lib.mla(len(h), K, N, ptr(np.ascontiguousarray(h), ctypes.c_int8), ptr(w8, ctypes.c_int8),
-                       ptr(b32, ctypes.c_int32), layer.shift, int(layer.relu), cfg.acc_bits, 0,
-                       ptr(y, ctypes.c_int32), ptr(acc, ctypes.c_int64)) == 0
+        assert (
+            lib.mla(
+                len(h),
+                K,
+                N,
+                ptr(np.ascontiguousarray(h), ctypes.c_int8),
+                ptr(w8, ctypes.c_int8),
+                ptr(b32, ctypes.c_int32),
+                layer.shift,
+                int(layer.relu),
+                cfg.acc_bits,
+                0,
+                ptr(y, ctypes.c_int32),
+                ptr(acc, ctypes.c_int64),
+            )
+            == 0
+        )
         h = y.astype(np.int8)
     assert np.array_equal(h.astype(np.int64), y_sim)

@@ -14,6 +14,7 @@ from pondlib.graph import GraphHolder, LinearWeights, connect_modules
 
 def test_digits_int8_within_half_a_point_of_float():
     from sklearn.datasets import load_digits
+
     d = load_digits()
     x, y = d.data / 16.0, d.target
     perm = np.random.default_rng(0).permutation(len(y))
@@ -43,9 +44,9 @@ def test_power_of_two_quantization_by_hand():
     xq = cfg.quantize_input(np.array([1.0, -2.0]))
     assert xq.tolist() == [32, -64]
     y, _, rec = DNNSim.from_config(cfg).evolve(xq, record=True)
-    assert rec["fc1.acc"].tolist() == [1024 - 4096 + 221, -512 - 3072 - 394]    # -2851, -3978
-    assert y.tolist() == [-90, -125]                            # floor(-89.1), floor(-124.3)
-    assert np.allclose(cfg.dequantize_output(y), mlp.forward([1.0, -2.0]), atol=2 ** -6)
+    assert rec["fc1.acc"].tolist() == [1024 - 4096 + 221, -512 - 3072 - 394]  # -2851, -3978
+    assert y.tolist() == [-90, -125]  # floor(-89.1), floor(-124.3)
+    assert np.allclose(cfg.dequantize_output(y), mlp.forward([1.0, -2.0]), atol=2**-6)
 
 
 def test_worker_split_fits_sram():
@@ -69,21 +70,21 @@ def test_accumulator_value_range_check_and_wrap():
     # 784 inputs: the worst case K * 128 * 127 exceeds 24 bits, the value range does not
     small = MLP.from_arrays([rng.normal(size=(784, 32)) * 0.05, rng.normal(size=(32, 10))])
     cfg = dnn_mapper(small, calibration=rng.random((16, 784)))
-    assert cfg.layers[0].acc_worst >= 2 ** 23 > cfg.layers[0].acc_bound
+    assert cfg.layers[0].acc_worst >= 2**23 > cfg.layers[0].acc_bound
     # all-positive maximal weights and inputs: the bound breaks 24 bits
-    m = 127 / 64                     # quantizes to 127 exactly (f = 6) for inputs and weights
+    m = 127 / 64  # quantizes to 127 exactly (f = 6) for inputs and weights
     big = MLP.from_arrays([np.full((784, 8), m), np.ones((8, 2))])
     cal = np.full((2, 784), m)
     with pytest.raises(ConstraintError) as err:
         dnn_mapper(big, calibration=cal)  # 784 * 127 * 127 = 12.6 M > 2^23
     assert err.value.rules == ["accumulator_width"]
-    assert dnn_mapper(big, calibration=cal, acc_bits=29).acc_bits == 29   # 29 bits fit
+    assert dnn_mapper(big, calibration=cal, acc_bits=29).acc_bits == 29  # 29 bits fit
     wrapped = dnn_mapper(big, calibration=cal, overflow="wrap")
     xq = wrapped.quantize_input(cal[0])
     _, _, rec = DNNSim.from_config(wrapped).evolve(xq, record=True)
     exact = xq @ wrapped.layers[0].weights + wrapped.layers[0].bias
-    assert np.all(exact >= 2 ** 23)
-    assert np.array_equal(rec["fc1.acc"], ((exact + 2 ** 23) % 2 ** 24) - 2 ** 23)
+    assert np.all(exact >= 2**23)
+    assert np.array_equal(rec["fc1.acc"], ((exact + 2**23) % 2**24) - 2**23)
     with pytest.raises(SimulationError, match="accumulator overflow"):
         DNNSim.from_config(wrapped, overflow="error").evolve(xq)
 
@@ -97,7 +98,7 @@ def test_inputs_and_graph_are_checked():
     assert [layer.name for layer in mlp.layers] == ["a", "b"] and [layer.relu for layer in mlp.layers] == [True, False]
     cfg = dnn_mapper(mlp, calibration=rng.normal(size=(10, 4)))
     with pytest.raises(SimulationError):
-        DNNSim.from_config(cfg).evolve(np.zeros(4))                 # float input: quantize first
+        DNNSim.from_config(cfg).evolve(np.zeros(4))  # float input: quantize first
     with pytest.raises(SimulationError):
         DNNSim.from_config(cfg).evolve(np.full(4, 300))
     with pytest.raises(QuantizationError):

@@ -6,24 +6,22 @@ import numpy as np
 import pytest
 
 from pondlib import nn
-from pondlib.devices.spinnaker2.config import (
-    DELAY_WORD,
-    NO_DELAY_WORD,
-    config_from_specification,
-    decode_words,
-    encode_words,
-    validate_config,
-)
+from pondlib.devices.spinnaker2.config import config_from_specification, decode_words, encode_words, validate_config
 from pondlib.devices.spinnaker2.limits import SPINNAKER2_CHIP, SpiNNaker2Limits, get_limits
-from pondlib.devices.spinnaker2.mapper import RULES, DeadlineWarning, mapper
+from pondlib.devices.spinnaker2.mapper import RULES, mapper
+from pondlib.devices.spinnaker2.specification import DELAY_WORD, NO_DELAY_WORD, DeadlineWarning
 from pondlib.errors import ConfigError, ConstraintError, GraphError
 from pondlib.graph import GraphHolder, LIFNeurons, LinearWeights, connect_modules
 
 
 def _net(n_in=16, n_hid=40, n_out=10, seed=0, **lif):
     rng = np.random.default_rng(seed)
-    return nn.Sequential(nn.Linear(n_in, n_hid, weight=rng.normal(size=(n_in, n_hid))), nn.LIF(n_hid, **lif),
-                         nn.Linear(n_hid, n_out, weight=rng.normal(size=(n_hid, n_out))), nn.LIF(n_out, **lif))
+    return nn.Sequential(
+        nn.Linear(n_in, n_hid, weight=rng.normal(size=(n_in, n_hid))),
+        nn.LIF(n_hid, **lif),
+        nn.Linear(n_hid, n_out, weight=rng.normal(size=(n_hid, n_out))),
+        nn.LIF(n_out, **lif),
+    )
 
 
 @pytest.mark.parametrize("fmt", [DELAY_WORD, NO_DELAY_WORD], ids=lambda f: f.name)
@@ -40,7 +38,7 @@ def test_synapse_word_round_trip(fmt):
     # every 16-bit word with a non-negative-zero weight decodes and re-encodes to itself
     all_words = np.arange(1 << 16, dtype=np.uint16)
     w3, d3, i3 = decode_words(all_words, fmt)
-    keep = ~((w3 == 0) & ((all_words >> fmt.inh_shift) & 1).astype(bool))   # "-0" has no canonical form
+    keep = ~((w3 == 0) & ((all_words >> fmt.inh_shift) & 1).astype(bool))  # "-0" has no canonical form
     assert np.array_equal(encode_words(w3[keep], d3[keep], i3[keep], fmt), all_words[keep])
 
 
@@ -52,18 +50,38 @@ def test_word_encoding_refuses_out_of_range_fields_all_together():
 
 def test_many_rules_broken_at_once_are_reported_together():
     rng = np.random.default_rng(1)
-    net = nn.Sequential(nn.Linear(16, 300, weight=rng.normal(size=(16, 300)), bias=np.ones(300)), nn.LIF(300),
-                        nn.Linear(300, 300, weight=rng.normal(size=(300, 300))), nn.LIF(300),
-                        nn.Linear(300, 10, weight=rng.normal(size=(300, 10))), nn.LIF(10))
+    net = nn.Sequential(
+        nn.Linear(16, 300, weight=rng.normal(size=(16, 300)), bias=np.ones(300)),
+        nn.LIF(300),
+        nn.Linear(300, 300, weight=rng.normal(size=(300, 300))),
+        nn.LIF(300),
+        nn.Linear(300, 10, weight=rng.normal(size=(300, 10))),
+        nn.LIF(10),
+    )
     tiny = SpiNNaker2Limits(name="tiny", usable_pes_per_chip=3)
     with pytest.raises(ConstraintError) as err:
-        mapper(net, tiny, delays={"2_Linear": 9, "4_Linear": -1}, neurons_per_pe=300,
-               weight_scale={"5_LIF": 1e3}, record_ticks=2000, record_v=True)
+        mapper(
+            net,
+            tiny,
+            delays={"2_Linear": 9, "4_Linear": -1},
+            neurons_per_pe=300,
+            weight_scale={"5_LIF": 1e3},
+            record_ticks=2000,
+            record_v=True,
+        )
     rules = set(err.value.rules)
-    assert rules == {"linear_bias", "delay_range", "neurons_per_pe", "neuron_index", "max_pes", "row_length",
-                     "memory_per_pe", "weight_range"}
+    assert rules == {
+        "linear_bias",
+        "delay_range",
+        "neurons_per_pe",
+        "neuron_index",
+        "max_pes",
+        "row_length",
+        "memory_per_pe",
+        "weight_range",
+    }
     assert rules <= set(RULES)
-    for v in err.value.violations:       # each names module, value, limit and remedy
+    for v in err.value.violations:  # each names module, value, limit and remedy
         assert v.module and v.value is not None and v.limit is not None and v.remedy
     text = str(err.value)
     assert "tiny" in text and "Fix:" in text
@@ -93,7 +111,7 @@ def test_structural_rules():
 def test_quantization_per_population_and_error_report():
     net = _net(tau_mem=0.02, tau_syn=0.01)
     spec = mapper(net)
-    w = np.asarray(net.layers[0].weight) * np.exp(-1e-3 / 0.01)     # folded with beta
+    w = np.asarray(net.layers[0].weight) * np.exp(-1e-3 / 0.01)  # folded with beta
     s = spec.report.scales["1_LIF"]
     assert s == pytest.approx(15 / np.abs(w).max())
     q = spec.projections[0].weights
@@ -101,7 +119,7 @@ def test_quantization_per_population_and_error_report():
     err = np.linalg.norm(q / s - w) / np.linalg.norm(w)
     assert spec.report.quantization_error["0_Linear"] == pytest.approx(err)
     assert spec.populations[0].threshold.dtype == np.float32
-    assert spec.populations[0].threshold[0] == np.float32(s)            # threshold 1 x scale
+    assert spec.populations[0].threshold[0] == np.float32(s)  # threshold 1 x scale
     spec127 = mapper(net, neuron_model="lif_curr_exp_no_delay")
     assert np.abs(spec127.projections[0].weights).max() == 127
     assert spec127.report.quantization_error["0_Linear"] < spec.report.quantization_error["0_Linear"] / 4
@@ -136,7 +154,10 @@ def test_config_rows_routing_and_validation():
     config, ok, msg = config_from_specification(spec)
     assert ok and msg == "valid"
     assert [(p.population, p.start, p.stop) for p in config.pes] == [
-        ("1_LIF", 0, 250), ("1_LIF", 250, 260), ("3_LIF", 0, 10)]
+        ("1_LIF", 0, 250),
+        ("1_LIF", 250, 260),
+        ("3_LIF", 0, 10),
+    ]
     out_pe = config.pes[2]
     # rows on the output PE come from the 260 hidden neurons (two source slices) with delay 3
     assert set(out_pe.row_source.tolist()) == {1} and len(out_pe.row_neuron) == 260

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 from pondlib import nn
-from pondlib.devices.spinnaker2.config import LIFOptions, config_from_specification
+from pondlib.devices.spinnaker2.config import config_from_specification
 from pondlib.devices.spinnaker2.mapper import mapper
 from pondlib.devices.spinnaker2.sim import LIFParams, LIFState, SpiNNaker2Sim, lif_step
+from pondlib.devices.spinnaker2.specification import LIFOptions
 from pondlib.errors import SimulationError
 
-HALF = 1e-3 / math.log(2)   # tau with exp(-dt / tau) = 0.5 at dt = 1 ms
+HALF = 1e-3 / math.log(2)  # tau with exp(-dt / tau) = 0.5 at dt = 1 ms
 
 
 def _sim(net, options=None, **kw):
@@ -23,8 +24,9 @@ def _sim(net, options=None, **kw):
 
 
 def _one(threshold, w=1.0, tau_syn=HALF, model="lif", scale=3.0, delays=None):
-    net = nn.Sequential(nn.Linear(1, 1, weight=np.full((1, 1), w)),
-                        nn.LIF(1, tau_mem=HALF, tau_syn=tau_syn, threshold=threshold))
+    net = nn.Sequential(
+        nn.Linear(1, 1, weight=np.full((1, 1), w)), nn.LIF(1, tau_mem=HALF, tau_syn=tau_syn, threshold=threshold)
+    )
     return net, dict(neuron_model=model, weight_scale={"1_LIF": scale}, delays=delays)
 
 
@@ -63,7 +65,7 @@ def test_delays_arrive_at_t_plus_one_plus_delay_across_the_ring_and_calls():
     sim = _sim(net, neuron_model="lif", delays={"0_Linear": np.array([[0, 3, 7]])})
     x = np.zeros((20, 1), dtype=int)
     x[0] = x[1] = x[9] = 1
-    _, _, rec = sim.evolve(x[:10], record=True)       # the spike at tick 9 lands in the next call
+    _, _, rec = sim.evolve(x[:10], record=True)  # the spike at tick 9 lands in the next call
     _, _, rec2 = sim.evolve(x[10:], record=True)
     arrived = np.concatenate([rec["1_LIF.input"], rec2["1_LIF.input"]]) // 15
     for j, d in enumerate((0, 3, 7)):
@@ -71,8 +73,12 @@ def test_delays_arrive_at_t_plus_one_plus_delay_across_the_ring_and_calls():
 
 
 def test_two_layers_cost_one_tick_each():
-    net = nn.Sequential(nn.Linear(1, 1, weight=np.ones((1, 1))), nn.LIF(1, threshold=0.5),
-                        nn.Linear(1, 1, weight=np.ones((1, 1))), nn.LIF(1, threshold=0.5))
+    net = nn.Sequential(
+        nn.Linear(1, 1, weight=np.ones((1, 1))),
+        nn.LIF(1, threshold=0.5),
+        nn.Linear(1, 1, weight=np.ones((1, 1))),
+        nn.LIF(1, threshold=0.5),
+    )
     out, _, rec = _sim(net, neuron_model="lif").evolve(np.array([[1], [0], [0], [0]]), record=True)
     assert rec["1_LIF.spikes"][:, 0].tolist() == [0, 1, 0, 0]
     assert out[:, 0].tolist() == [0, 0, 1, 0]
@@ -83,7 +89,7 @@ def test_inhibitory_weights_negative_membrane_and_reset_to_v_reset():
     sim = _sim(net, LIFOptions(reset="to_v_reset"), neuron_model="lif")
     out, _, rec = sim.evolve(np.array([[0, 1], [0, 0], [1, 0], [0, 0]]), record=True)
     assert rec["1_LIF.input"][:, 0].tolist() == [0, -15, 0, 15]
-    assert rec["1_LIF.v"][:, 0].tolist() == [0.0, -15.0, -7.5, 0.0]   # -3.75 + 15 = 11.25 > 7.5 -> v_reset
+    assert rec["1_LIF.v"][:, 0].tolist() == [0.0, -15.0, -7.5, 0.0]  # -3.75 + 15 = 11.25 > 7.5 -> v_reset
     assert out[:, 0].tolist() == [0, 0, 0, 1]
 
 
@@ -100,8 +106,12 @@ def test_refractory_counter_holds_the_membrane():
 
 def test_batch_state_persistence_and_reset():
     rng = np.random.default_rng(0)
-    net = nn.Sequential(nn.Linear(8, 20, weight=rng.normal(size=(8, 20))), nn.LIF(20, threshold=0.5),
-                        nn.Linear(20, 4, weight=rng.normal(size=(20, 4))), nn.LIF(4, threshold=0.5))
+    net = nn.Sequential(
+        nn.Linear(8, 20, weight=rng.normal(size=(8, 20))),
+        nn.LIF(20, threshold=0.5),
+        nn.Linear(20, 4, weight=rng.normal(size=(20, 4))),
+        nn.LIF(4, threshold=0.5),
+    )
     sim = _sim(net, delays={"2_Linear": rng.integers(0, 8, (20, 4))})
     x = rng.poisson(0.3, (3, 40, 8))
     out, _, rec = sim.evolve(x, record=True)
@@ -111,7 +121,7 @@ def test_batch_state_persistence_and_reset():
     a, _, _ = sim.evolve(x[:, :17])
     b, state, _ = sim.evolve(x[:, 17:])
     assert np.array_equal(np.concatenate([a, b], axis=1), out) and state["tick"] == 40
-    for i in range(3):                  # each sample alone gives the same
+    for i in range(3):  # each sample alone gives the same
         sim.reset_state()
         assert np.array_equal(sim.evolve(x[i])[0], out[i])
     with pytest.raises(SimulationError, match="batch size"):
@@ -123,9 +133,14 @@ def test_simulator_reads_the_synapse_words():
     config, ok, _ = config_from_specification(mapper(net, neuron_model="lif"))
     pe = config.pes[0]
     words = pe.words.copy()
-    words[0] ^= np.uint16(1 << 11)          # flip the inh bit of the first synapse
-    bad = config.replace(pes=(type(pe)(pe.pe, pe.population, pe.start, pe.stop, pe.row_source, pe.row_neuron,
-                                       pe.row_ptr, words, pe.memory),))
+    words[0] ^= np.uint16(1 << 11)  # flip the inh bit of the first synapse
+    bad = config.replace(
+        pes=(
+            type(pe)(
+                pe.pe, pe.population, pe.start, pe.stop, pe.row_source, pe.row_neuron, pe.row_ptr, words, pe.memory
+            ),
+        )
+    )
     x = np.array([[1], [0]])
     _, _, good_rec = SpiNNaker2Sim.from_config(config).evolve(x, record=True)
     _, _, bad_rec = SpiNNaker2Sim.from_config(bad).evolve(x, record=True)
@@ -133,10 +148,16 @@ def test_simulator_reads_the_synapse_words():
     assert bad_rec["1_LIF.input"][1].tolist() == [-15, 8]
 
 
-@pytest.mark.parametrize("x, match", [
-    (np.array([[-1]]), ">= 0"), (np.array([[0.5]]), "integer"), (np.array([[np.nan]]), "integer"),
-    (np.zeros((3, 2), int), "input shape"), (np.array([["a"]]), "dtype"),
-])
+@pytest.mark.parametrize(
+    "x, match",
+    [
+        (np.array([[-1]]), ">= 0"),
+        (np.array([[0.5]]), "integer"),
+        (np.array([[np.nan]]), "integer"),
+        (np.zeros((3, 2), int), "input shape"),
+        (np.array([["a"]]), "dtype"),
+    ],
+)
 def test_bad_input_is_refused(x, match):
     net, kw = _one(1.0)
     with pytest.raises(SimulationError, match=match):

@@ -18,11 +18,11 @@ def test_paper_anchors_within_ten_percent():
     r = estimate((784, 512, 256, 16), softmax=True)
     fc1 = r.layers[0]
     a = PAPER_ANCHORS
-    assert _close(r.total_s, a.total_s)                        # 688 us
-    assert _close(fc1.total_s, a.fc1_s)                        # 323 us
-    assert _close(fc1.fetch_s, a.fc1_fetch_s)                  # 192 us
+    assert _close(r.total_s, a.total_s)  # 688 us
+    assert _close(fc1.total_s, a.fc1_s)  # 323 us
+    assert _close(fc1.fetch_s, a.fc1_fetch_s)  # 192 us
     assert _close(fc1.mla_s, a.fc1_mla_s) and _close(fc1.mla_busy, 0.09)
-    assert all(_close(lt.overhead_s, a.layer_overhead_s) for lt in r.layers)   # 13 us per layer
+    assert all(_close(lt.overhead_s, a.layer_overhead_s) for lt in r.layers)  # 13 us per layer
     assert _close(r.setup_s, 39e-6) and _close(r.cleanup_s, 93e-6)
     # fetch is the effective DRAM bandwidth of the facts table (2.09 GB/s)
     assert _close(401408 / fc1.fetch_s, 2.09e9)
@@ -39,7 +39,7 @@ def test_predictions_scale_with_layer_size():
     assert wider.layers[0].workers > base.layers[0].workers
     assert wider.total_s > base.total_s
     tiny = estimate((64, 64, 10))
-    assert all(lt.overhead_s / lt.total_s > 0.2 for lt in tiny.layers)   # small layers: overhead matters
+    assert all(lt.overhead_s / lt.total_s > 0.2 for lt in tiny.layers)  # small layers: overhead matters
     assert estimate((784, 512, 256, 16), softmax=True).total_s - base.total_s == pytest.approx(50e-6)
 
 
@@ -57,4 +57,4 @@ def test_bad_inputs():
     with pytest.raises(ConfigError):
         estimate((784,))
     with pytest.raises(ConfigError):
-        calibrate(PaperAnchors(fc1_s=100e-6))      # layer shorter than fetch + MLA + scheduling
+        calibrate(PaperAnchors(fc1_s=100e-6))  # layer shorter than fetch + MLA + scheduling

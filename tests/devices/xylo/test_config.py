@@ -15,7 +15,6 @@ from pondlib.devices.xylo.config import (
 from pondlib.devices.xylo.limits import XYLO_AUDIO2, XYLO_IMU
 from pondlib.devices.xylo.specification import Specification
 from pondlib.errors import ConfigError
-
 from tests.devices.xylo.xylosim_oracle import random_config
 
 
@@ -25,11 +24,18 @@ def small_config(n_in=3, n_hid=5, n_out=2, k=2, **changes) -> XyloConfig:
         weights_in=rng.integers(-128, 128, (n_in, n_hid, k)),
         weights_rec=rng.integers(-128, 128, (n_hid, n_hid, k)),
         weights_out=rng.integers(-128, 128, (n_hid, n_out)),
-        dash_mem=np.full(n_hid, 3), dash_syn=np.full(n_hid, 2), dash_syn_2=np.full(n_hid, 4),
-        dash_mem_out=np.full(n_out, 3), dash_syn_out=np.full(n_out, 2),
-        threshold=np.full(n_hid, 100), bias=np.zeros(n_hid, dtype=np.int64),
-        threshold_out=np.full(n_out, 50), bias_out=np.zeros(n_out, dtype=np.int64),
-        aliases=-np.ones(n_hid, dtype=np.int64), dt=1e-3)
+        dash_mem=np.full(n_hid, 3),
+        dash_syn=np.full(n_hid, 2),
+        dash_syn_2=np.full(n_hid, 4),
+        dash_mem_out=np.full(n_out, 3),
+        dash_syn_out=np.full(n_out, 2),
+        threshold=np.full(n_hid, 100),
+        bias=np.zeros(n_hid, dtype=np.int64),
+        threshold_out=np.full(n_out, 50),
+        bias_out=np.zeros(n_out, dtype=np.int64),
+        aliases=-np.ones(n_hid, dtype=np.int64),
+        dt=1e-3,
+    )
     base.update(changes)
     return XyloConfig(**base)
 
@@ -51,23 +57,26 @@ def test_arrays_are_int64_read_only_copies():
     assert c.threshold[0] == 40000
 
 
-@pytest.mark.parametrize("field, value, index, allowed", [
-    ("weights_in", 128, "[0, 1, 0]", "-128..127"),
-    ("weights_in", -129, "[0, 1, 0]", "-128..127"),
-    ("weights_rec", 200, "[0, 1, 0]", "-128..127"),
-    ("weights_out", -300, "[0, 1]", "-128..127"),
-    ("dash_mem", 16, "[1]", "0..15"),
-    ("dash_syn", -1, "[1]", "0..15"),
-    ("dash_syn_2", 99, "[1]", "0..15"),
-    ("dash_mem_out", 16, "[1]", "0..15"),
-    ("dash_syn_out", -2, "[1]", "0..15"),
-    ("threshold", 32768, "[1]", "-32768..32767"),
-    ("threshold_out", -32769, "[1]", "-32768..32767"),
-])
+@pytest.mark.parametrize(
+    "field, value, index, allowed",
+    [
+        ("weights_in", 128, "[0, 1, 0]", "-128..127"),
+        ("weights_in", -129, "[0, 1, 0]", "-128..127"),
+        ("weights_rec", 200, "[0, 1, 0]", "-128..127"),
+        ("weights_out", -300, "[0, 1]", "-128..127"),
+        ("dash_mem", 16, "[1]", "0..15"),
+        ("dash_syn", -1, "[1]", "0..15"),
+        ("dash_syn_2", 99, "[1]", "0..15"),
+        ("dash_mem_out", 16, "[1]", "0..15"),
+        ("dash_syn_out", -2, "[1]", "0..15"),
+        ("threshold", 32768, "[1]", "-32768..32767"),
+        ("threshold_out", -32769, "[1]", "-32768..32767"),
+    ],
+)
 def test_each_array_range_is_checked(field, value, index, allowed):
     c = small_config()
     arr = c.to_dict()[field]
-    flat_index = (0, 1, 0)[:arr.ndim] if arr.ndim > 1 else (1,)
+    flat_index = (0, 1, 0)[: arr.ndim] if arr.ndim > 1 else (1,)
     arr[flat_index] = value
     problems = validate_config(c.replace(**{field: arr}))
     assert len(problems) == 1, problems
@@ -81,8 +90,9 @@ def test_bias_range_and_enable(field):
     arr = c.to_dict()[field]
     arr[1] = 40000
     problems = validate_config(c.replace(**{field: arr}))
-    assert problems == [f"{field}[1]: got 40000, expected an integer in -32768..32767 "
-                        "(out of range; 1 value(s) affected)"]
+    assert problems == [
+        f"{field}[1]: got 40000, expected an integer in -32768..32767 (out of range; 1 value(s) affected)"
+    ]
     # a non-zero bias with biases disabled would be silently ignored by the chip: reported
     arr[1] = 7
     problems = validate_config(c.replace(**{field: arr}, bias_enable=False))
@@ -110,30 +120,33 @@ def test_non_integer_and_nan_are_reported_not_rounded():
 def test_aliases():
     bad = small_config(aliases=np.array([-1, 1, 0, 5, 4]))
     problems = validate_config(bad)
-    assert problems == ["aliases[1]: got 1, expected -1 or a hidden id in 2..4 "
-                        "(alias targets must be higher ids)"]
+    assert problems == ["aliases[1]: got 1, expected -1 or a hidden id in 2..4 (alias targets must be higher ids)"]
     assert validate_config(small_config(aliases=np.array([1, 2, 4, -1, -1]))) == []
-    assert any(p.startswith("aliases[4]: got 7") for p in
-               validate_config(small_config(aliases=np.array([-1, -1, -1, -1, 7]))))
+    assert any(
+        p.startswith("aliases[4]: got 7") for p in validate_config(small_config(aliases=np.array([-1, -1, -1, -1, 7])))
+    )
 
 
 def test_fanout_counts_both_synapses():
     n = 40
     w = np.zeros((n, n, 2), dtype=np.int64)
-    w[3, :, :] = 1          # 80 non-zero outgoing weights from neuron 3
-    w[5, :33, :] = 1        # 66 from neuron 5
-    w[7, :32, :] = 1        # exactly 64: allowed
+    w[3, :, :] = 1  # 80 non-zero outgoing weights from neuron 3
+    w[5, :33, :] = 1  # 66 from neuron 5
+    w[7, :32, :] = 1  # exactly 64: allowed
     c = small_config(n_hid=n, weights_rec=w)
     problems = validate_config(c)
-    assert problems == ["weights_rec[3]: got a recurrent fan-out of 80 non-zero weights, expected at "
-                        "most 64 (2 neuron(s) affected)"]
+    assert problems == [
+        "weights_rec[3]: got a recurrent fan-out of 80 non-zero weights, expected at most 64 (2 neuron(s) affected)"
+    ]
 
 
 def test_sizes_against_limits():
     assert any("N_in = 17" in p for p in validate_config(small_config(n_in=17)))
     assert any("N_out = 9" in p for p in validate_config(small_config(n_out=9)))
-    assert any("N_hid = 1001" in p for p in validate_config(small_config(n_hid=1001, n_in=1, n_out=1,
-                                                                        weights_rec=np.zeros((1001, 1001, 2)))))
+    assert any(
+        "N_hid = 1001" in p
+        for p in validate_config(small_config(n_hid=1001, n_in=1, n_out=1, weights_rec=np.zeros((1001, 1001, 2))))
+    )
     assert any("k = 2" in p and "Xylo IMU" in p for p in validate_config(small_config(), XYLO_IMU))
     assert any("k = 3" in p for p in validate_config(small_config(k=3)))
     assert validate_config(small_config(n_out=16, k=1), "imu") == []
@@ -144,26 +157,32 @@ def test_shapes_consistent():
     problems = validate_config(c)
     assert any(p.startswith("weights_out: got shape (4, 2)") for p in problems)
     assert any(p.startswith("dash_syn: got shape (3,)") for p in problems)
-    assert any(p.startswith("weights_in: got shape") for p in
-               validate_config(small_config(weights_in=np.zeros((3, 5)))))
+    assert any(
+        p.startswith("weights_in: got shape") for p in validate_config(small_config(weights_in=np.zeros((3, 5))))
+    )
 
 
 def test_dt_and_limits_name():
     assert any(p.startswith("dt: got 1.0 s") for p in validate_config(small_config(dt=1.0)))
     assert any(p.startswith("dt: got nan") for p in validate_config(small_config(dt=np.nan)))
-    assert any(p.startswith("limits_name") for p in
-               validate_config(small_config(limits_name="Xylo Nine")))
+    assert any(p.startswith("limits_name") for p in validate_config(small_config(limits_name="Xylo Nine")))
 
 
 def test_all_problems_reported_together():
-    c = small_config(weights_in=np.full((3, 5, 2), 500), dash_mem=np.full(5, 20),
-                     threshold=np.full(5, -40000), aliases=np.array([0, -1, -1, -1, -1]),
-                     weight_shift_rec=16, dt=0.0)
+    c = small_config(
+        weights_in=np.full((3, 5, 2), 500),
+        dash_mem=np.full(5, 20),
+        threshold=np.full(5, -40000),
+        aliases=np.array([0, -1, -1, -1, -1]),
+        weight_shift_rec=16,
+        dt=0.0,
+    )
     problems = validate_config(c)
     fields = [p.split("[")[0].split(":")[0] for p in problems]
     assert fields == ["weights_in", "dash_mem", "threshold", "weight_shift_rec", "aliases", "dt"]
     with pytest.raises(ConfigError) as info:
         from pondlib.devices.xylo.sim import XyloSim
+
         XyloSim.from_config(c)
     assert info.value.problems == problems
     assert "6 configuration problem(s)" in str(info.value)
@@ -184,8 +203,9 @@ def test_save_load_round_trip_random(tmp_path):
 
 
 def test_save_load_keeps_invalid_values(tmp_path):
-    c = small_config(dash_mem=np.array([1, 2.5, 3, 4, 5]), threshold=np.full(5, 99999),
-                     weight_shift_out=1.5, limits_name="Xylo IMU")
+    c = small_config(
+        dash_mem=np.array([1, 2.5, 3, 4, 5]), threshold=np.full(5, 99999), weight_shift_out=1.5, limits_name="Xylo IMU"
+    )
     c.save(tmp_path / "bad.npz")
     d = XyloConfig.load(tmp_path / "bad.npz")
     assert d == c and d.dash_mem.dtype == np.float64 and d.weight_shift_out == 1.5
@@ -228,11 +248,17 @@ def quantized_spec() -> Specification:
         weights_in=rng.integers(-128, 128, (4, 6, 2)).astype(float),
         weights_rec=rng.integers(-128, 128, (6, 6, 2)).astype(float),
         weights_out=rng.integers(-128, 128, (6, 3)).astype(float),
-        dash_mem=np.full(6, 4.0), dash_syn=np.full(6, 2.0), dash_syn_2=np.full(6, 5.0),
-        dash_mem_out=np.full(3, 3.0), dash_syn_out=np.full(3, 1.0),
-        threshold=np.full(6, 300.0), threshold_out=np.full(3, 200.0),
-        bias=np.array([0, 0, 5.0, 0, 0, 0]), aliases=np.array([2, -1, -1, 5, -1, -1]),
-        weight_shift_rec=2)
+        dash_mem=np.full(6, 4.0),
+        dash_syn=np.full(6, 2.0),
+        dash_syn_2=np.full(6, 5.0),
+        dash_mem_out=np.full(3, 3.0),
+        dash_syn_out=np.full(3, 1.0),
+        threshold=np.full(6, 300.0),
+        threshold_out=np.full(3, 200.0),
+        bias=np.array([0, 0, 5.0, 0, 0, 0]),
+        aliases=np.array([2, -1, -1, 5, -1, -1]),
+        weight_shift_rec=2,
+    )
 
 
 def test_config_from_specification():
@@ -262,8 +288,9 @@ def test_config_from_specification_bias_disabled_and_limits():
 
 
 def test_config_from_unquantized_specification_reports_every_problem():
-    spec = quantized_spec().replace(dash_mem=np.full(6, 4.3), weights_out=np.full((6, 3), 200.0),
-                                    aliases=np.array([-1, 0, -1, -1, -1, -1]))
+    spec = quantized_spec().replace(
+        dash_mem=np.full(6, 4.3), weights_out=np.full((6, 3), 200.0), aliases=np.array([-1, 0, -1, -1, -1, -1])
+    )
     config, ok, message = config_from_specification(spec)
     assert not ok
     assert "dash_mem[0]: got 4.3" in message and "non-integer" in message
@@ -273,6 +300,7 @@ def test_config_from_unquantized_specification_reports_every_problem():
     np.testing.assert_array_equal(spec.dash_mem, np.full(6, 4.3))  # not rounded in place
     assert config.dash_mem.dtype == np.float64  # not rounded silently in the config either
     from pondlib.devices.xylo.sim import XyloSim
+
     with pytest.raises(ConfigError) as info:
         XyloSim.from_specification(spec)
     assert len(info.value.problems) == 3

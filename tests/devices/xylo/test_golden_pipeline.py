@@ -48,9 +48,15 @@ def lif_from(d: dict[str, np.ndarray], params: str, simparams: str) -> nn.LIF:
     w_rec = None
     if bool(d[f"{simparams}/_has_rec"]):
         w_rec = d.get(f"{params}/w_rec", d.get(f"{simparams}/w_rec"))
-    return nn.LIF(n if k == 1 else (n * k, n), tau_mem=d[f"{params}/tau_mem"], tau_syn=tau_syn,
-                  threshold=d[f"{params}/threshold"], bias=d[f"{params}/bias"],
-                  dt=float(d[f"{simparams}/dt"]), w_rec=w_rec)
+    return nn.LIF(
+        n if k == 1 else (n * k, n),
+        tau_mem=d[f"{params}/tau_mem"],
+        tau_syn=tau_syn,
+        threshold=d[f"{params}/threshold"],
+        bias=d[f"{params}/bias"],
+        dt=float(d[f"{simparams}/dt"]),
+        w_rec=w_rec,
+    )
 
 
 def linear_from(d: dict[str, np.ndarray], key: str) -> nn.Linear:
@@ -62,12 +68,21 @@ def build(case: str, d: dict[str, np.ndarray]) -> nn.Sequential:
     p, s = "float/params", "float/simparams"
     if case == "residual_recurrent":
         return nn.Sequential(
-            linear_from(d, f"{p}/0_Linear/weight"), lif_from(d, f"{p}/1_LIF", f"{s}/1_LIF"),
-            nn.Residual(linear_from(d, f"{p}/2_ModResidual/0_Linear/weight"),
-                        lif_from(d, f"{p}/2_ModResidual/1_LIF", f"{s}/2_ModResidual/1_LIF")),
-            linear_from(d, f"{p}/3_Linear/weight"), lif_from(d, f"{p}/4_LIF", f"{s}/4_LIF"))
-    return nn.Sequential(linear_from(d, f"{p}/0_Linear/weight"), lif_from(d, f"{p}/1_LIF", f"{s}/1_LIF"),
-                         linear_from(d, f"{p}/2_Linear/weight"), lif_from(d, f"{p}/3_LIF", f"{s}/3_LIF"))
+            linear_from(d, f"{p}/0_Linear/weight"),
+            lif_from(d, f"{p}/1_LIF", f"{s}/1_LIF"),
+            nn.Residual(
+                linear_from(d, f"{p}/2_ModResidual/0_Linear/weight"),
+                lif_from(d, f"{p}/2_ModResidual/1_LIF", f"{s}/2_ModResidual/1_LIF"),
+            ),
+            linear_from(d, f"{p}/3_Linear/weight"),
+            lif_from(d, f"{p}/4_LIF", f"{s}/4_LIF"),
+        )
+    return nn.Sequential(
+        linear_from(d, f"{p}/0_Linear/weight"),
+        lif_from(d, f"{p}/1_LIF", f"{s}/1_LIF"),
+        linear_from(d, f"{p}/2_Linear/weight"),
+        lif_from(d, f"{p}/3_LIF", f"{s}/3_LIF"),
+    )
 
 
 def golden_field(d: dict[str, np.ndarray], prefix: str, field: str, like: np.ndarray) -> np.ndarray:
@@ -102,15 +117,15 @@ def test_quantized_config_and_simulation_match(mapped, method):
     q = (channel_quantize if method == "channel" else global_quantize)(spec)
     for f in ARRAY_FIELDS:
         got = getattr(q, f)
-        np.testing.assert_array_equal(got, golden_field(d, f"spec_{method}", f, got),
-                                      err_msg=f"{case} {method} {f}")
+        np.testing.assert_array_equal(got, golden_field(d, f"spec_{method}", f, got), err_msg=f"{case} {method} {f}")
     config, ok, message = config_from_specification(q)
     assert ok, message
-    assert config.bias_enable is False               # zero biases in every golden case
+    assert config.bias_enable is False  # zero biases in every golden case
     out, _, rec = XyloSim.from_config(config).evolve(d["input_raster"], record=True)
     np.testing.assert_array_equal(np.asarray(out), d[f"sim_{method}/output"], err_msg=f"{case} {method}")
     for key in RECORD_KEYS:
-        np.testing.assert_array_equal(np.asarray(rec[key]), d[f"sim_{method}/rec/{key}"],
-                                      err_msg=f"{case} {method} record {key}")
+        np.testing.assert_array_equal(
+            np.asarray(rec[key]), d[f"sim_{method}/rec/{key}"], err_msg=f"{case} {method} record {key}"
+        )
     # the comparison is meaningful: the network is active in both layers
     assert np.asarray(out).sum() > 100 and np.asarray(rec["Spikes"]).sum() > 1000

@@ -22,12 +22,22 @@ def golden_config(data, q: str) -> XyloConfig:
     aliases = g("aliases_padded")
     assert aliases.ndim == 2 and aliases.shape[1] == 1  # at most one alias target per neuron
     return XyloConfig(
-        weights_in=g("weights_in"), weights_rec=g("weights_rec"), weights_out=g("weights_out"),
-        dash_mem=g("dash_mem"), dash_syn=g("dash_syn"), dash_syn_2=g("dash_syn_2"),
-        dash_mem_out=g("dash_mem_out"), dash_syn_out=g("dash_syn_out"), threshold=g("threshold"),
-        bias=g("bias"), threshold_out=g("threshold_out"), bias_out=g("bias_out"),
-        aliases=aliases[:, 0], bias_enable=bool(np.any(g("bias")) or np.any(g("bias_out"))),
-        dt=1e-3)
+        weights_in=g("weights_in"),
+        weights_rec=g("weights_rec"),
+        weights_out=g("weights_out"),
+        dash_mem=g("dash_mem"),
+        dash_syn=g("dash_syn"),
+        dash_syn_2=g("dash_syn_2"),
+        dash_mem_out=g("dash_mem_out"),
+        dash_syn_out=g("dash_syn_out"),
+        threshold=g("threshold"),
+        bias=g("bias"),
+        threshold_out=g("threshold_out"),
+        bias_out=g("bias_out"),
+        aliases=aliases[:, 0],
+        bias_enable=bool(np.any(g("bias")) or np.any(g("bias_out"))),
+        dt=1e-3,
+    )
 
 
 @pytest.fixture(scope="module", params=CASES)

@@ -20,17 +20,37 @@ import pytest
 from pondlib.devices.xylo import hdk
 from pondlib.devices.xylo.config import XyloConfig, validate_config
 from pondlib.devices.xylo.hdk import (
-    CORE_CLOCK_HZ, WORD_LAYOUT, CostModel, MockXyloDevice, XyloBoard, decode_config, encode_config,
-    find_xylo_hdks, memory_map, set_mock_boards,
+    CORE_CLOCK_HZ,
+    WORD_LAYOUT,
+    CostModel,
+    MockXyloDevice,
+    XyloBoard,
+    decode_config,
+    encode_config,
+    find_xylo_hdks,
+    memory_map,
+    set_mock_boards,
 )
 from pondlib.devices.xylo.limits import LIMITS, XYLO_AUDIO2, XyloLimits, get_limits
 from pondlib.devices.xylo.sim import XyloSim
-from pondlib.errors import DeviceError, ConfigError, PondError, SimulationError
+from pondlib.errors import ConfigError, DeviceError, SimulationError
 from tests.golden import CASES, load_golden
 
 FIELDS = [f.name for f in dataclasses.fields(XyloConfig)]
-_SPEC_FIELDS = ("weights_in", "weights_rec", "weights_out", "dash_mem", "dash_syn", "dash_syn_2",
-                "dash_mem_out", "dash_syn_out", "threshold", "bias", "threshold_out", "bias_out")
+_SPEC_FIELDS = (
+    "weights_in",
+    "weights_rec",
+    "weights_out",
+    "dash_mem",
+    "dash_syn",
+    "dash_syn_2",
+    "dash_mem_out",
+    "dash_syn_out",
+    "threshold",
+    "bias",
+    "threshold_out",
+    "bias_out",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +81,7 @@ def random_config(rng: np.random.Generator, variant: str | None = None, big: boo
 
     w_rec = weights((n_hid, n_hid, k), rng.uniform(0, min(1.0, 90 / (n_hid * k))))
     flat = w_rec.reshape(n_hid, -1)
-    flat[np.cumsum(flat != 0, axis=1) > lim.max_fanout_rec] = 0      # respect the fan-out limit
+    flat[np.cumsum(flat != 0, axis=1) > lim.max_fanout_rec] = 0  # respect the fan-out limit
     aliases = np.full(n_hid, -1)
     for i in range(n_hid - 1):
         if rng.random() < 0.3:
@@ -74,16 +94,26 @@ def random_config(rng: np.random.Generator, variant: str | None = None, big: boo
         return v
 
     return XyloConfig(
-        weights_in=weights((n_in, n_hid, k), rng.uniform(0.05, 1.0)), weights_rec=w_rec,
+        weights_in=weights((n_in, n_hid, k), rng.uniform(0.05, 1.0)),
+        weights_rec=w_rec,
         weights_out=weights((n_hid, n_out), rng.uniform(0.05, 1.0)),
-        dash_mem=rng.integers(0, 16, n_hid), dash_syn=rng.integers(0, 16, n_hid),
-        dash_syn_2=rng.integers(0, 16, n_hid), dash_mem_out=rng.integers(0, 16, n_out),
-        dash_syn_out=rng.integers(0, 16, n_out), threshold=int16(n_hid),
+        dash_mem=rng.integers(0, 16, n_hid),
+        dash_syn=rng.integers(0, 16, n_hid),
+        dash_syn_2=rng.integers(0, 16, n_hid),
+        dash_mem_out=rng.integers(0, 16, n_out),
+        dash_syn_out=rng.integers(0, 16, n_out),
+        threshold=int16(n_hid),
         bias=int16(n_hid) if bias_enable else np.zeros(n_hid, int),
-        threshold_out=int16(n_out), bias_out=int16(n_out) if bias_enable else np.zeros(n_out, int),
-        aliases=aliases, weight_shift_in=int(rng.integers(0, 16)), weight_shift_rec=int(rng.integers(0, 16)),
-        weight_shift_out=int(rng.integers(0, 16)), bias_enable=bias_enable,
-        dt=float(np.exp(rng.uniform(np.log(lim.dt_min), np.log(lim.dt_max)))), limits_name=lim.name)
+        threshold_out=int16(n_out),
+        bias_out=int16(n_out) if bias_enable else np.zeros(n_out, int),
+        aliases=aliases,
+        weight_shift_in=int(rng.integers(0, 16)),
+        weight_shift_rec=int(rng.integers(0, 16)),
+        weight_shift_out=int(rng.integers(0, 16)),
+        bias_enable=bias_enable,
+        dt=float(np.exp(rng.uniform(np.log(lim.dt_min), np.log(lim.dt_max)))),
+        limits_name=lim.name,
+    )
 
 
 def runnable_config(rng: np.random.Generator, n_in: int = 16, n_hid: int = 40, k: int = 2) -> XyloConfig:
@@ -93,21 +123,36 @@ def runnable_config(rng: np.random.Generator, n_in: int = 16, n_hid: int = 40, k
     aliases = np.where(rng.random(n_hid) < 0.2, np.minimum(np.arange(n_hid) + 3, n_hid - 1), -1)
     aliases[aliases <= np.arange(n_hid)] = -1
     return XyloConfig(
-        weights_in=rng.integers(-30, 90, (n_in, n_hid, k)), weights_rec=w_rec,
+        weights_in=rng.integers(-30, 90, (n_in, n_hid, k)),
+        weights_rec=w_rec,
         weights_out=rng.integers(-50, 100, (n_hid, 4)),
-        dash_mem=rng.integers(1, 6, n_hid), dash_syn=rng.integers(1, 6, n_hid),
-        dash_syn_2=rng.integers(1, 6, n_hid), dash_mem_out=rng.integers(1, 6, 4),
-        dash_syn_out=rng.integers(1, 6, 4), threshold=rng.integers(100, 600, n_hid),
-        bias=rng.integers(-5, 10, n_hid), threshold_out=rng.integers(100, 900, 4),
-        bias_out=rng.integers(-5, 10, 4), aliases=aliases, weight_shift_in=1, weight_shift_rec=2,
-        weight_shift_out=0, bias_enable=True, dt=1e-3)
+        dash_mem=rng.integers(1, 6, n_hid),
+        dash_syn=rng.integers(1, 6, n_hid),
+        dash_syn_2=rng.integers(1, 6, n_hid),
+        dash_mem_out=rng.integers(1, 6, 4),
+        dash_syn_out=rng.integers(1, 6, 4),
+        threshold=rng.integers(100, 600, n_hid),
+        bias=rng.integers(-5, 10, n_hid),
+        threshold_out=rng.integers(100, 900, 4),
+        bias_out=rng.integers(-5, 10, 4),
+        aliases=aliases,
+        weight_shift_in=1,
+        weight_shift_rec=2,
+        weight_shift_out=0,
+        bias_enable=True,
+        dt=1e-3,
+    )
 
 
 def golden_config(g: dict, method: str) -> XyloConfig:
     p = f"spec_{method}/"
     arrays = {f: g[p + f] for f in _SPEC_FIELDS}
-    return XyloConfig(**arrays, aliases=g[p + "aliases_padded"][:, 0],
-                      bias_enable=bool(np.any(arrays["bias"]) or np.any(arrays["bias_out"])), dt=1e-3)
+    return XyloConfig(
+        **arrays,
+        aliases=g[p + "aliases_padded"][:, 0],
+        bias_enable=bool(np.any(arrays["bias"]) or np.any(arrays["bias_out"])),
+        dt=1e-3,
+    )
 
 
 def assert_config_fields_equal(a: XyloConfig, b: XyloConfig) -> None:
@@ -157,16 +202,29 @@ def test_round_trip_extremes_and_full_chip():
     lim = XYLO_AUDIO2
     n = lim.n_hidden
     w_rec = np.zeros((n, n, 2), dtype=np.int64)
-    for j in range(n):                                   # a full fan-out list per neuron
+    for j in range(n):  # a full fan-out list per neuron
         w_rec[j, (j + np.arange(32)) % n, :] = 127 if j % 2 else -128
     aliases = np.where(np.arange(n) < n - 1, np.arange(n) + 1, -1)
     cfg = XyloConfig(
-        weights_in=np.full((16, n, 2), -128), weights_rec=w_rec, weights_out=np.full((n, 8), 127),
-        dash_mem=np.full(n, 15), dash_syn=np.zeros(n, int), dash_syn_2=np.full(n, 15),
-        dash_mem_out=np.full(8, 15), dash_syn_out=np.zeros(8, int), threshold=np.full(n, -32768),
-        bias=np.full(n, 32767), threshold_out=np.full(8, 32767), bias_out=np.full(8, -32768),
-        aliases=aliases, weight_shift_in=15, weight_shift_rec=0, weight_shift_out=15, bias_enable=True,
-        dt=lim.dt_max)
+        weights_in=np.full((16, n, 2), -128),
+        weights_rec=w_rec,
+        weights_out=np.full((n, 8), 127),
+        dash_mem=np.full(n, 15),
+        dash_syn=np.zeros(n, int),
+        dash_syn_2=np.full(n, 15),
+        dash_mem_out=np.full(8, 15),
+        dash_syn_out=np.zeros(8, int),
+        threshold=np.full(n, -32768),
+        bias=np.full(n, 32767),
+        threshold_out=np.full(8, 32767),
+        bias_out=np.full(8, -32768),
+        aliases=aliases,
+        weight_shift_in=15,
+        weight_shift_rec=0,
+        weight_shift_out=15,
+        bias_enable=True,
+        dt=lim.dt_max,
+    )
     assert validate_config(cfg) == []
     assert_config_fields_equal(decode_config(encode_config(cfg)), cfg)
     for dt in (lim.dt_min, 1e-3, 1.2345678901234567e-3, 0.1, 0.07):
@@ -183,15 +241,16 @@ def test_encoding_is_the_documented_bit_layout():
     raw = img["IWT"].view(np.uint8) if np.little_endian else img["IWT"].byteswap().view(np.uint8)
     w = raw.view(np.int8)[: 16 * lim.n_hidden * 2].reshape(16, lim.n_hidden, 2)
     np.testing.assert_array_equal(w[: cfg.n_input, : cfg.n_hidden, : cfg.n_synapses], cfg.weights_in)
-    assert not w[cfg.n_input:].any() and not w[:, cfg.n_hidden:].any()
+    assert not w[cfg.n_input :].any() and not w[:, cfg.n_hidden :].any()
     # NPAR: threshold low half, bias high half
     npar = img["NPAR"][: cfg.n_hidden].astype(np.int64)
     np.testing.assert_array_equal((npar & 0xFFFF).astype(np.uint16).view(np.int16), cfg.threshold)
     np.testing.assert_array_equal((npar >> 16).astype(np.uint16).view(np.int16), cfg.bias)
     # RWT: one valid entry per non-zero recurrent weight, in its pre neuron's list
     ent = img["RWT"].reshape(lim.n_hidden, lim.max_fanout_rec)
-    np.testing.assert_array_equal(((ent >> 19) & 1).sum(axis=1)[: cfg.n_hidden],
-                                  np.count_nonzero(cfg.weights_rec, axis=(1, 2)))
+    np.testing.assert_array_equal(
+        ((ent >> 19) & 1).sum(axis=1)[: cfg.n_hidden], np.count_nonzero(cfg.weights_rec, axis=(1, 2))
+    )
     # REG: dt both as a divider and as float64 bits
     assert img["REG"][4] == round(cfg.dt * CORE_CLOCK_HZ)
     assert img["REG"][5:7].astype("<u4").view("<f8")[0] == cfg.dt
@@ -225,7 +284,7 @@ def test_word_fields_do_not_overlap_and_fit_the_chip():
         key = (f.memory, f.word)
         assert not by_word.get(key, 0) & mask, f"{f.memory}.{f.name} overlaps"
         by_word[key] = by_word.get(key, 0) | mask
-    for f in WORD_LAYOUT:   # per-word fields never share bits with register fields of other words
+    for f in WORD_LAYOUT:  # per-word fields never share bits with register fields of other words
         assert f.memory == "REG" or f.word is None
     field = {(f.memory, f.name): f for f in WORD_LAYOUT}
     for lim in LIMITS.values():
@@ -241,7 +300,7 @@ def test_word_fields_do_not_overlap_and_fit_the_chip():
             assert field["NCFG", name].range == (0, lim.dash_max)
         assert field["REG", "weight_shift_rec"].range == (0, lim.weight_shift_max)
         assert field["REG", "dt_div"].range[1] >= round(lim.dt_max * CORE_CLOCK_HZ)
-    with pytest.raises(ConfigError, match="widen the field"):   # a value never wraps into a field
+    with pytest.raises(ConfigError, match="widen the field"):  # a value never wraps into a field
         hdk._put(np.zeros(1, np.int64), field["NCFG", "dash_mem"], 16)
     layout = hdk.format_word_layout()
     assert all(f.name in layout for f in WORD_LAYOUT)
@@ -271,15 +330,16 @@ def test_board_matches_golden_reference(case, method):
 def test_board_matches_xylosim_on_random_configs():
     rng = np.random.default_rng(7)
     for trial in range(6):
-        cfg = runnable_config(rng, n_in=int(rng.integers(1, 17)), n_hid=int(rng.integers(5, 60)),
-                              k=int(rng.integers(1, 3)))
+        cfg = runnable_config(
+            rng, n_in=int(rng.integers(1, 17)), n_hid=int(rng.integers(5, 60)), k=int(rng.integers(1, 3))
+        )
         x = rng.poisson(0.8, (120, cfg.n_input))
-        x[rng.random(x.shape) < 0.02] = 40          # beyond the 4-bit input counter
+        x[rng.random(x.shape) < 0.02] = 40  # beyond the 4-bit input counter
         board = board_for(cfg)
         sim = XyloSim.from_config(cfg)
         out_b, st_b, rec_b = board.evolve(x[:70], record=True)
         out_s, st_s, rec_s = sim.evolve(x[:70], record=True)
-        out_b2, st_b2, _ = board.evolve(x[70:])      # state persists between calls
+        out_b2, st_b2, _ = board.evolve(x[70:])  # state persists between calls
         out_s2, st_s2, _ = sim.evolve(x[70:])
         np.testing.assert_array_equal(out_b, out_s)
         np.testing.assert_array_equal(out_b2, out_s2)
@@ -336,7 +396,7 @@ def test_stats_count_synaptic_operations_and_estimate_leaves_board_alone():
     assert stats.cycle_budget == 50_000 and stats.realtime_ok
     assert stats.total_energy_j == pytest.approx(stats.energy_j.sum() + 1e-4 * 0.04)
     assert "synaptic ops" in stats.summary()
-    np.testing.assert_array_equal(est.synops, stats.synops)   # estimate ran from a reset state too
+    np.testing.assert_array_equal(est.synops, stats.synops)  # estimate ran from a reset state too
     # estimate does not disturb the board: a second half continues the first
     board.reset_state()
     a, _, _ = board.evolve(x[:20])
@@ -358,7 +418,7 @@ def test_find_xylo_hdks_counts(count):
     assert len(found) == count and found == boards
     assert len({b.serial for b in found}) == count
     assert all(isinstance(b, MockXyloDevice) and b.connected for b in found)
-    assert find_xylo_hdks() == found                    # the same boards each time
+    assert find_xylo_hdks() == found  # the same boards each time
 
 
 def test_find_xylo_hdks_default_env_and_removed_boards(monkeypatch):
@@ -409,19 +469,30 @@ def test_invalid_config_is_refused_listing_every_problem():
     epoch = dev.epoch
     bad = good.replace(
         weights_in=np.where(np.arange(6)[None, :, None] == 2, 300, good.weights_in),
-        dash_syn=np.array([0, 1, 2, 16, 4, 5]), aliases=np.array([-1, 0, -1, -1, -1, -1]),
-        threshold_out=np.array([1, 2, 3, 40000]), dt=1e-6, weight_shift_out=16,
-        limits_name="Xylo IMU")
+        dash_syn=np.array([0, 1, 2, 16, 4, 5]),
+        aliases=np.array([-1, 0, -1, -1, -1, -1]),
+        threshold_out=np.array([1, 2, 3, 40000]),
+        dt=1e-6,
+        weight_shift_out=16,
+        limits_name="Xylo IMU",
+    )
     with pytest.raises(ConfigError) as info:
         XyloBoard(dev, bad)
     problems = info.value.problems
-    expected = ["limits_name", "weights_in[0, 2, 0]", "dash_syn[3]", "threshold_out[3]",
-                "weight_shift_out", "aliases[1]", "dt"]
+    expected = [
+        "limits_name",
+        "weights_in[0, 2, 0]",
+        "dash_syn[3]",
+        "threshold_out[3]",
+        "weight_shift_out",
+        "aliases[1]",
+        "dt",
+    ]
     for word in expected:
         assert sum(word in p for p in problems) == 1, (word, problems)
     assert len(problems) == len(expected)
     assert "XYLO-MOCK-0" in str(info.value) and "7 configuration problem(s)" in str(info.value)
-    assert dev.epoch == epoch and not any(m.any() for m in dev._memory.values())   # nothing written
+    assert dev.epoch == epoch and not any(m.any() for m in dev._memory.values())  # nothing written
     with pytest.raises(ConfigError, match="bias_enable"):
         XyloBoard(dev, good.replace(bias_enable=False))
     with pytest.raises(ConfigError, match="not a XyloConfig"):
@@ -433,7 +504,7 @@ def test_invalid_config_is_refused_listing_every_problem():
     with pytest.raises(ConfigError, match="dt: got 5.0 s"):
         XyloBoard(dev, good, dt=5.0)
     with pytest.raises(ConfigError) as info:
-        encode_config(bad.replace(limits_name="Xylo Audio 2"))   # no board: the config's own variant
+        encode_config(bad.replace(limits_name="Xylo Audio 2"))  # no board: the config's own variant
     assert len(info.value.problems) == len(expected) - 1
     with pytest.raises(ConfigError, match="k = 2 synapses per hidden neuron, expected at most 1"):
         encode_config(bad)
@@ -480,15 +551,18 @@ def test_decode_rejects_malformed_images():
         def fn(a):
             a[word] = value
             return a
+
         return fn
 
     assert "blank memory image" in problems(REG=lambda a: np.zeros_like(a))
     assert "variant: got 9" in problems(REG=poke(0, (0x58594C << 8) | 9))
     assert "n_hidden: got 0" in problems(REG=poke(1, int(good["REG"][1]) & ~(0x7FF << 11)))
     assert "step timer disagrees" in problems(REG=poke(4, 1))
-    assert "dt: got" in problems(REG=lambda a: np.concatenate([a[:4], [round(5.0 * CORE_CLOCK_HZ)],
-                                                               np.array([5.0], "<f8").view("<u4"), a[7:]]
-                                                              ).astype(np.uint32))
+    assert "dt: got" in problems(
+        REG=lambda a: np.concatenate(
+            [a[:4], [round(5.0 * CORE_CLOCK_HZ)], np.array([5.0], "<f8").view("<u4"), a[7:]]
+        ).astype(np.uint32)
+    )
     assert "expected (8000,)" in problems(IWT=lambda a: a[:10])
     assert "RWT[0]: got target 900" in problems(RWT=poke(0, (1 << 19) | (900 << 8) | 5))
     entry = int(good["RWT"][0]) if good["RWT"][0] else (1 << 19) | (1 << 8) | 5
@@ -510,18 +584,23 @@ def test_disconnected_board_raises_with_fix():
     (dev,) = set_mock_boards(1)
     board = XyloBoard(dev, cfg)
     dev.disconnect()
-    for action in (lambda: board.evolve(x), lambda: board.config, board.reset_state,
-                   lambda: board.apply_config(cfg), lambda: dev.read_memory("REG"),
-                   lambda: XyloBoard(dev, cfg)):
+    for action in (
+        lambda: board.evolve(x),
+        lambda: board.config,
+        board.reset_state,
+        lambda: board.apply_config(cfg),
+        lambda: dev.read_memory("REG"),
+        lambda: XyloBoard(dev, cfg),
+    ):
         with pytest.raises(SimulationError, match="board disconnected") as info:
             action()
         assert "reconnect" in str(info.value) and isinstance(info.value, DeviceError)
     assert find_xylo_hdks() == []
-    dev.reconnect()                                       # a power cycle: memory blank
+    dev.reconnect()  # a power cycle: memory blank
     with pytest.raises(SimulationError, match="apply_config"):
         board.evolve(x)
     with pytest.raises(ConfigError, match="blank memory image"):
-        board.config
+        _ = board.config
     with pytest.raises(ConfigError, match="no configuration was written"):
         dev.run(x)
     board.apply_config(cfg)
@@ -535,11 +614,11 @@ def test_board_vanishing_mid_run():
     (dev,) = set_mock_boards(1)
     board = XyloBoard(dev, cfg)
     dev.disconnect(after_steps=120)
-    board.evolve(x)                                       # 100 of 120 steps: fine
+    board.evolve(x)  # 100 of 120 steps: fine
     start = time.perf_counter()
     with pytest.raises(SimulationError, match="disconnected during the run, after step 20 of 100"):
         board.evolve(x)
-    assert time.perf_counter() - start < 5               # simulated time: no waiting
+    assert time.perf_counter() - start < 5  # simulated time: no waiting
     assert not dev.connected and find_xylo_hdks() == []
     with pytest.raises(SimulationError, match="board disconnected"):
         board.evolve(x)
@@ -556,19 +635,19 @@ def test_read_timeout_raises_quickly_and_recovers():
     x = rng.poisson(0.7, (60, 16))
     (dev,) = set_mock_boards(1, timeout_s=2.0)
     board = XyloBoard(dev, cfg)
-    dev.response_delay_s = 30.0                           # a stalled board
+    dev.response_delay_s = 30.0  # a stalled board
     clock = dev.clock_s
     start = time.perf_counter()
     with pytest.raises(SimulationError, match="read timed out") as info:
-        board.config
+        _ = board.config
     assert "timeout_s" in str(info.value) and "2.0 s" in str(info.value)
     with pytest.raises(SimulationError, match="read timed out: cannot read the results"):
         board.evolve(x)
     with pytest.raises(SimulationError, match="read timed out"):
-        XyloBoard(dev, cfg)                               # the read-back of a new configuration
-    assert time.perf_counter() - start < 5                # simulated: the 2 s waits do not happen
+        XyloBoard(dev, cfg)  # the read-back of a new configuration
+    assert time.perf_counter() - start < 5  # simulated: the 2 s waits do not happen
     assert dev.clock_s - clock >= 3 * 2.0
-    dev.response_delay_s = 0.001                          # the board answers again
+    dev.response_delay_s = 0.001  # the board answers again
     board = XyloBoard(dev, cfg)
     np.testing.assert_array_equal(board.evolve(x)[0], XyloSim.from_config(cfg).evolve(x)[0])
     assert board.config == cfg
@@ -584,19 +663,19 @@ def test_reapplying_configuration_resets_state_and_switches_network():
     board.apply_config(b)
     assert board.config == b and board.dt == b.dt
     np.testing.assert_array_equal(board.evolve(x)[0], XyloSim.from_config(b).evolve(x)[0])
-    board.apply_config(a)                                 # and back: the state starts from zero
+    board.apply_config(a)  # and back: the state starts from zero
     out, _st, rec = board.evolve(x, record=True)
     ref_out, _s, ref_rec = XyloSim.from_config(a).evolve(x, record=True)
     np.testing.assert_array_equal(out, ref_out)
     np.testing.assert_array_equal(rec["Vmem"], ref_rec["Vmem"])
-    board.apply_config(a)                                 # the same configuration twice is fine
+    board.apply_config(a)  # the same configuration twice is fine
     assert board.config == a
     # a second module configuring the same board invalidates the first
     other = XyloBoard(dev, b)
     with pytest.raises(SimulationError, match="memory changed"):
         board.evolve(x)
     other.evolve(x)
-    dev.write_memory("NPAR", [0], start=0)               # a raw write, too
+    dev.write_memory("NPAR", [0], start=0)  # a raw write, too
     with pytest.raises(SimulationError, match="call apply_config"):
         other.evolve(x)
 

@@ -17,9 +17,7 @@ import xylosim  # noqa: F401
 
 from pondlib.devices.xylo.config import validate_config
 from pondlib.devices.xylo.sim import RECORD_KEYS, XyloSim
-
-from tests.devices.xylo.xylosim_oracle import (
-    build_layer, random_config, random_input, run_layer, run_oracle)
+from tests.devices.xylo.xylosim_oracle import build_layer, random_config, random_input, run_layer, run_oracle
 
 N_CONFIGS = 240
 N_GROUPS = 8
@@ -55,8 +53,7 @@ def test_random_configs_batched():
         out, _, rec = XyloSim.from_config(config).evolve(x, record=True)
         for b in range(3):
             ref_out, ref_rec = run_oracle(config, x[b])
-            check_equal(out[b], {k: v[b] for k, v in rec.items()}, ref_out, ref_rec,
-                        f"batched config {i} sample {b}")
+            check_equal(out[b], {k: v[b] for k, v in rec.items()}, ref_out, ref_rec, f"batched config {i} sample {b}")
 
 
 def test_random_configs_split_runs_match_xylosim_continuation():
@@ -83,9 +80,12 @@ def test_extreme_corner_configs():
         config = config.replace(
             weights_in=np.where(config.weights_in != 0, sign * 127 if sign > 0 else -128, 0),
             weight_shift_in=int(rng.choice([7, 8, 9])),
-            dash_mem=rng.choice([0, 15], size=n_hid), dash_syn=rng.choice([0, 15], size=n_hid),
-            dash_syn_2=rng.choice([0, 15], size=n_hid), dash_mem_out=rng.choice([0, 15], size=n_out),
-            dash_syn_out=rng.choice([0, 15], size=n_out))
+            dash_mem=rng.choice([0, 15], size=n_hid),
+            dash_syn=rng.choice([0, 15], size=n_hid),
+            dash_syn_2=rng.choice([0, 15], size=n_hid),
+            dash_mem_out=rng.choice([0, 15], size=n_out),
+            dash_syn_out=rng.choice([0, 15], size=n_out),
+        )
         assert validate_config(config) == []
         x = rng.integers(0, 40, size=(50, config.n_input))
         ref_out, ref_rec = run_oracle(config, x)

@@ -50,11 +50,19 @@ def float_spec(case: str) -> Specification:
 def small_spec(**changes) -> Specification:
     spec = Specification.zeros(n_in=3, n_hidden=4, n_output=2, n_synapses=1)
     rng = np.random.default_rng(0)
-    base = dict(weights_in=rng.normal(size=(3, 4, 1)), weights_rec=rng.normal(size=(4, 4, 1)) * 0.5,
-                weights_out=rng.normal(size=(4, 2)), threshold=np.full(4, 1.5),
-                threshold_out=np.full(2, 2.0), bias=np.array([0.1, -0.2, 0.3, 0.0]),
-                bias_out=np.array([0.05, -0.1]), dash_mem=np.full(4, 4.3), dash_syn=np.full(4, 3.3),
-                dash_mem_out=np.full(2, 4.3), dash_syn_out=np.full(2, 4.3))
+    base = dict(
+        weights_in=rng.normal(size=(3, 4, 1)),
+        weights_rec=rng.normal(size=(4, 4, 1)) * 0.5,
+        weights_out=rng.normal(size=(4, 2)),
+        threshold=np.full(4, 1.5),
+        threshold_out=np.full(2, 2.0),
+        bias=np.array([0.1, -0.2, 0.3, 0.0]),
+        bias_out=np.array([0.05, -0.1]),
+        dash_mem=np.full(4, 4.3),
+        dash_syn=np.full(4, 3.3),
+        dash_mem_out=np.full(2, 4.3),
+        dash_syn_out=np.full(2, 4.3),
+    )
     base.update(changes)
     return spec.replace(**base)
 
@@ -85,8 +93,8 @@ def test_global_report_contents():
     assert rep.scales["output"] == pytest.approx(127 / np.abs(spec.weights_out).max())
     assert set(rep.clipped) == set(ARRAY_FIELDS) - {"aliases"}
     assert 0 < rep.relative_error["weights_in"] < 0.05
-    assert rep.relative_error["weights_rec"] == 0.0            # all-zero field
-    assert q.report is spec.report                               # the mapping report is kept
+    assert rep.relative_error["weights_rec"] == 0.0  # all-zero field
+    assert q.report is spec.report  # the mapping report is kept
 
 
 def test_channel_report_scales_per_neuron():
@@ -107,7 +115,7 @@ def test_input_never_mutated_and_not_shared(quantize):
     for f in ARRAY_FIELDS:
         np.testing.assert_array_equal(getattr(spec, f), before[f])
         assert getattr(spec, f).dtype == before[f].dtype
-        getattr(q, f)[...] = 7                               # the result owns its arrays
+        getattr(q, f)[...] = 7  # the result owns its arrays
         np.testing.assert_array_equal(getattr(spec, f), before[f])
     assert spec.quantization is None
 
@@ -118,7 +126,7 @@ def test_channel_one_synapse_scales_hidden_bias():
     q = channel_quantize(spec)
     s = q.quantization.scales["hidden"]
     np.testing.assert_array_equal(q.bias, np.rint(spec.bias * s).astype(np.int64))
-    reference_bug = np.rint(spec.bias)                       # what the reference would write
+    reference_bug = np.rint(spec.bias)  # what the reference would write
     assert not np.array_equal(q.bias, reference_bug)
     np.testing.assert_array_equal(q.threshold, np.rint(spec.threshold * s))
     np.testing.assert_array_equal(q.bias_out, np.rint(spec.bias_out * q.quantization.scales["output"]))
@@ -137,22 +145,25 @@ def test_global_output_bias_uses_output_scale():
 
 def test_fuzzy_scaling_clips_outliers_and_counts_them():
     w = np.full((3, 4, 1), 0.1)
-    w[0, 0, 0] = 10.0                                           # one outlier
+    w[0, 0, 0] = 10.0  # one outlier
     spec = small_spec(weights_in=w, weights_rec=np.zeros((4, 4, 1)))
     plain = global_quantize(spec)
     assert plain.weights_in[1, 1, 0] == 1 and plain.quantization.clipped["weights_in"] == 0
     fuzzy = global_quantize(spec, fuzzy_scaling=True, fuzzy_percentile=50)
-    assert fuzzy.weights_in[0, 0, 0] == 127                     # clipped, never wrapped
+    assert fuzzy.weights_in[0, 0, 0] == 127  # clipped, never wrapped
     assert fuzzy.weights_in[1, 1, 0] == 127
     assert fuzzy.quantization.clipped["weights_in"] == 1
     assert fuzzy.quantization.total_clipped >= 1
 
 
 def test_out_of_range_threshold_and_dash_are_clipped_and_counted():
-    spec = small_spec(weights_in=np.full((3, 4, 1), 1e-3), weights_rec=np.zeros((4, 4, 1)),
-                      threshold=np.array([1.0, -1.0, 0.1, 1e-4]),
-                      dash_mem=np.array([-0.7, 4.2, 17.0, 15.4]))
-    q = global_quantize(spec)                                   # scale 127000
+    spec = small_spec(
+        weights_in=np.full((3, 4, 1), 1e-3),
+        weights_rec=np.zeros((4, 4, 1)),
+        threshold=np.array([1.0, -1.0, 0.1, 1e-4]),
+        dash_mem=np.array([-0.7, 4.2, 17.0, 15.4]),
+    )
+    q = global_quantize(spec)  # scale 127000
     assert q.threshold.tolist() == [32767, -32768, 12700, 13]
     assert q.quantization.clipped["threshold"] == 2
     assert q.dash_mem.tolist() == [0, 4, 15, 15]
@@ -161,17 +172,19 @@ def test_out_of_range_threshold_and_dash_are_clipped_and_counted():
 
 def test_rounding_is_half_to_even():
     """np.rint (half to even), as the reference; the golden data have no exact ties to tell."""
-    spec = small_spec(weights_out=np.array([[127.0, 0], [0.5, 0], [1.5, 0], [-2.5, 0]]),
-                      threshold_out=np.array([4.5, 5.5]), bias_out=np.zeros(2))
-    q = global_quantize(spec)                                   # output scale 127 / 127 = 1
+    spec = small_spec(
+        weights_out=np.array([[127.0, 0], [0.5, 0], [1.5, 0], [-2.5, 0]]),
+        threshold_out=np.array([4.5, 5.5]),
+        bias_out=np.zeros(2),
+    )
+    q = global_quantize(spec)  # output scale 127 / 127 = 1
     assert q.quantization.scales["output"] == 1.0
     assert q.weights_out[:, 0].tolist() == [127, 0, 2, -2]
     assert q.threshold_out.tolist() == [4, 6]
 
 
 def test_zero_weight_layer_uses_threshold_scale():
-    spec = small_spec(weights_out=np.zeros((4, 2)), threshold_out=np.array([2.0, 1.0]),
-                      bias_out=np.array([0.5, 0.0]))
+    spec = small_spec(weights_out=np.zeros((4, 2)), threshold_out=np.array([2.0, 1.0]), bias_out=np.array([0.5, 0.0]))
     q = global_quantize(spec)
     assert q.quantization.scales["output"] == pytest.approx(32767 / 2.0)
     assert q.threshold_out.tolist() == [32767, 16384] and q.quantization.clipped["threshold_out"] == 0
@@ -179,8 +192,7 @@ def test_zero_weight_layer_uses_threshold_scale():
     np.testing.assert_allclose(c.quantization.scales["output"], [32767 / 2.0, 32767 / 1.0])
 
 
-@pytest.mark.parametrize("field, index", [("weights_rec", (1, 2, 0)), ("threshold_out", (1,)),
-                                          ("dash_syn", (3,))])
+@pytest.mark.parametrize("field, index", [("weights_rec", (1, 2, 0)), ("threshold_out", (1,)), ("dash_syn", (3,))])
 def test_nan_raises_naming_field_and_index(field, index):
     arr = np.array(getattr(small_spec(), field), dtype=float, copy=True)
     arr[index] = np.nan if field != "threshold_out" else np.inf

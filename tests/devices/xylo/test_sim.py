@@ -8,19 +8,45 @@ import pytest
 from pondlib.devices.xylo.config import XyloConfig
 from pondlib.devices.xylo.sim import RECORD_KEYS, STATE_KEYS, XyloSim
 from pondlib.errors import SimulationError
-
 from tests.devices.xylo.xylosim_oracle import random_config, random_input
 
 
-def one_neuron(w_in=0, w_rec=0, w_out=1, dash_mem=0, dash_syn=0, thr=100, bias=0, thr_out=1,
-               dash_mem_out=0, dash_syn_out=0, bias_out=0, shift_in=0, shift_out=0) -> XyloSim:
+def one_neuron(
+    w_in=0,
+    w_rec=0,
+    w_out=1,
+    dash_mem=0,
+    dash_syn=0,
+    thr=100,
+    bias=0,
+    thr_out=1,
+    dash_mem_out=0,
+    dash_syn_out=0,
+    bias_out=0,
+    shift_in=0,
+    shift_out=0,
+) -> XyloSim:
     """One input, one hidden neuron (k = 1), one output neuron."""
-    return XyloSim.from_config(XyloConfig(
-        weights_in=np.array([[[w_in]]]), weights_rec=np.array([[[w_rec]]]),
-        weights_out=np.array([[w_out]]), dash_mem=[dash_mem], dash_syn=[dash_syn], dash_syn_2=[0],
-        dash_mem_out=[dash_mem_out], dash_syn_out=[dash_syn_out], threshold=[thr], bias=[bias],
-        threshold_out=[thr_out], bias_out=[bias_out], aliases=[-1],
-        bias_enable=bool(bias or bias_out), weight_shift_in=shift_in, weight_shift_out=shift_out))
+    return XyloSim.from_config(
+        XyloConfig(
+            weights_in=np.array([[[w_in]]]),
+            weights_rec=np.array([[[w_rec]]]),
+            weights_out=np.array([[w_out]]),
+            dash_mem=[dash_mem],
+            dash_syn=[dash_syn],
+            dash_syn_2=[0],
+            dash_mem_out=[dash_mem_out],
+            dash_syn_out=[dash_syn_out],
+            threshold=[thr],
+            bias=[bias],
+            threshold_out=[thr_out],
+            bias_out=[bias_out],
+            aliases=[-1],
+            bias_enable=bool(bias or bias_out),
+            weight_shift_in=shift_in,
+            weight_shift_out=shift_out,
+        )
+    )
 
 
 def col(rec, key):
@@ -35,10 +61,10 @@ def test_synaptic_decay_with_dash_and_minimum_step():
     assert col(rec, "Isyn") == [75, 57, 43, 33, 25, 19, 15, 12, 9]
     sim = one_neuron(w_in=3, dash_syn=4, thr=32767)
     _, _, rec = sim.evolve(np.array([[1]] + [[0]] * 4), record=True)
-    assert col(rec, "Isyn") == [2, 1, 0, 0, 0]          # 3 >> 4 == 0: minimum step of one
+    assert col(rec, "Isyn") == [2, 1, 0, 0, 0]  # 3 >> 4 == 0: minimum step of one
     sim = one_neuron(w_in=-3, dash_syn=4, thr=32767)
     _, _, rec = sim.evolve(np.array([[1]] + [[0]] * 4), record=True)
-    assert col(rec, "Isyn") == [-2, -1, 0, 0, 0]        # negative: floor shift, then sign step
+    assert col(rec, "Isyn") == [-2, -1, 0, 0, 0]  # negative: floor shift, then sign step
 
 
 def test_dash_zero_wipes_state_in_one_step():
@@ -48,8 +74,9 @@ def test_dash_zero_wipes_state_in_one_step():
 
 
 def test_membrane_integration_and_reset_by_subtraction():
-    sim = one_neuron(w_in=100, dash_syn=15, dash_mem=15, thr=150, w_out=100, thr_out=99,
-                     dash_syn_out=15, dash_mem_out=15)
+    sim = one_neuron(
+        w_in=100, dash_syn=15, dash_mem=15, thr=150, w_out=100, thr_out=99, dash_syn_out=15, dash_mem_out=15
+    )
     out, _, rec = sim.evolve(np.array([[1], [0], [0], [0]]), record=True)
     # isyn: 100 -> 99 (min step) -> 98 -> 97; vmem: 0 - 0 + 99 = 99; 99 - 1 + 98 = 196 -> 1 spike,
     # 46; 46 - 1 + 97 = 142; 142 - 1 + 96 = 237 -> spike, 87
@@ -103,11 +130,24 @@ def test_minus_32768_wraps_with_dash_zero():
     # dv = sat16(-65534) = -32768, so vmem = -32768. t = 1: a +127 << 8 input brings both synapses to
     # -254; with dash_mem 0, -decay(-32768) = +32768 wraps to -32768 in int16, so
     # dv = sat16(-32768 - 508) = -32768 and vmem stays at -32768 (without the wrap it would be -508).
-    sim = XyloSim.from_config(XyloConfig(
-        weights_in=np.array([[[-128, -128]], [[127, 127]]]), weights_rec=np.zeros((1, 1, 2)),
-        weights_out=np.zeros((1, 1)), dash_mem=[0], dash_syn=[15], dash_syn_2=[15],
-        dash_mem_out=[0], dash_syn_out=[0], threshold=[32767], bias=[0], threshold_out=[1],
-        bias_out=[0], aliases=[-1], weight_shift_in=8))
+    sim = XyloSim.from_config(
+        XyloConfig(
+            weights_in=np.array([[[-128, -128]], [[127, 127]]]),
+            weights_rec=np.zeros((1, 1, 2)),
+            weights_out=np.zeros((1, 1)),
+            dash_mem=[0],
+            dash_syn=[15],
+            dash_syn_2=[15],
+            dash_mem_out=[0],
+            dash_syn_out=[0],
+            threshold=[32767],
+            bias=[0],
+            threshold_out=[1],
+            bias_out=[0],
+            aliases=[-1],
+            weight_shift_in=8,
+        )
+    )
     _, _, rec = sim.evolve(np.array([[1, 0], [0, 1]]), record=True)
     assert col(rec, "Isyn") == col(rec, "Isyn2") == [-32767, -254]
     assert col(rec, "Vmem") == [-32768, -32768]
@@ -133,11 +173,23 @@ def test_weight_shift_wraps_in_int16():
 
 def alias_sim() -> XyloSim:
     # neuron 0 aliases to 2; neuron 2 has no input of its own but its readout weight is used
-    return XyloSim.from_config(XyloConfig(
-        weights_in=np.array([[[100], [0], [0]]]), weights_rec=np.zeros((3, 3, 1)),
-        weights_out=np.array([[0], [0], [1]]), dash_mem=[0, 0, 0], dash_syn=[0, 0, 0],
-        dash_syn_2=[0, 0, 0], dash_mem_out=[15], dash_syn_out=[15], threshold=[10, 10, 10],
-        bias=[0, 0, 0], threshold_out=[1], bias_out=[0], aliases=[2, -1, -1]))
+    return XyloSim.from_config(
+        XyloConfig(
+            weights_in=np.array([[[100], [0], [0]]]),
+            weights_rec=np.zeros((3, 3, 1)),
+            weights_out=np.array([[0], [0], [1]]),
+            dash_mem=[0, 0, 0],
+            dash_syn=[0, 0, 0],
+            dash_syn_2=[0, 0, 0],
+            dash_mem_out=[15],
+            dash_syn_out=[15],
+            threshold=[10, 10, 10],
+            bias=[0, 0, 0],
+            threshold_out=[1],
+            bias_out=[0],
+            aliases=[2, -1, -1],
+        )
+    )
 
 
 def test_alias_spikes_copy_to_target_and_leave_through_its_weights():
@@ -147,13 +199,16 @@ def test_alias_spikes_copy_to_target_and_leave_through_its_weights():
     out, _, rec = sim.evolve(np.array([[1], [0], [0]]), record=True)
     # neuron 0: isyn 99, vmem 99 -> 9 spikes, copied to neuron 2 (vmem 0 < 10: no own spikes)
     assert rec["Spikes"][0].tolist() == [9, 0, 9]
-    assert out[:, 0].tolist() == [0, 1, 1]       # neuron 2's readout weight carries the copies
+    assert out[:, 0].tolist() == [0, 1, 1]  # neuron 2's readout weight carries the copies
 
 
 def test_alias_copies_share_the_targets_31_budget():
-    cfg = alias_sim().config.replace(dash_syn=np.array([15, 15, 15]),
-                                     weights_in=np.array([[[100], [0], [127]]]), weight_shift_in=4,
-                                     threshold=np.array([10, 10, 60]))
+    cfg = alias_sim().config.replace(
+        dash_syn=np.array([15, 15, 15]),
+        weights_in=np.array([[[100], [0], [127]]]),
+        weight_shift_in=4,
+        threshold=np.array([10, 10, 60]),
+    )
     _, _, rec = XyloSim.from_config(cfg).evolve(np.array([[1]]), record=True)
     # neuron 0: 1599 -> 31 spikes (cap) copied to 2; neuron 2 already at 31: no spike of its own,
     # its membrane keeps the charge
@@ -163,10 +218,20 @@ def test_alias_copies_share_the_targets_31_budget():
 
 def test_recurrent_one_step_delay():
     cfg = XyloConfig(
-        weights_in=np.array([[[100], [0]]]), weights_rec=np.array([[[0], [50]], [[0], [0]]]),
-        weights_out=np.zeros((2, 1)), dash_mem=[0, 15], dash_syn=[0, 15], dash_syn_2=[0, 0],
-        dash_mem_out=[0], dash_syn_out=[0], threshold=[50, 32767], bias=[0, 0],
-        threshold_out=[1], bias_out=[0], aliases=[-1, -1])
+        weights_in=np.array([[[100], [0]]]),
+        weights_rec=np.array([[[0], [50]], [[0], [0]]]),
+        weights_out=np.zeros((2, 1)),
+        dash_mem=[0, 15],
+        dash_syn=[0, 15],
+        dash_syn_2=[0, 0],
+        dash_mem_out=[0],
+        dash_syn_out=[0],
+        threshold=[50, 32767],
+        bias=[0, 0],
+        threshold_out=[1],
+        bias_out=[0],
+        aliases=[-1, -1],
+    )
     _, _, rec = XyloSim.from_config(cfg).evolve(np.array([[1], [0], [0]]), record=True)
     assert rec["Spikes"][:, 0].tolist() == [0, 0, 0]  # dash 0 wipes: isyn 0 at t = 0
     cfg = cfg.replace(dash_syn=np.array([15, 15]), dash_mem=np.array([15, 15]))
@@ -205,7 +270,7 @@ def test_state_contents():
     assert set(state) == set(STATE_KEYS)
     assert state["Vmem"].tolist() == [46] and state["Spikes"].tolist() == [1]
     assert state["Isyn"].tolist() == [98] and state["Isyn2"].tolist() == [0]
-    state["Vmem"][0] = 999          # a copy: the simulator is not affected
+    state["Vmem"][0] = 999  # a copy: the simulator is not affected
     assert sim.state["Vmem"].tolist() == [46]
 
 
@@ -258,11 +323,21 @@ def test_unbatched_state_broadcast_then_batch_size_fixed():
 
 def test_record_shapes_unbatched_and_k1_isyn2_zero():
     cfg = random_config(np.random.default_rng(8), max_hidden=10).replace(
-        weights_in=np.zeros((3, 4, 1)), weights_rec=np.zeros((4, 4, 1)), weights_out=np.zeros((4, 2)),
-        dash_mem=np.full(4, 1), dash_syn=np.full(4, 1), dash_syn_2=np.full(4, 1),
-        threshold=np.full(4, 5), bias=np.full(4, 3), aliases=-np.ones(4, dtype=int),
-        dash_mem_out=np.full(2, 1), dash_syn_out=np.full(2, 1), threshold_out=np.full(2, 5),
-        bias_out=np.zeros(2, dtype=int), bias_enable=True)
+        weights_in=np.zeros((3, 4, 1)),
+        weights_rec=np.zeros((4, 4, 1)),
+        weights_out=np.zeros((4, 2)),
+        dash_mem=np.full(4, 1),
+        dash_syn=np.full(4, 1),
+        dash_syn_2=np.full(4, 1),
+        threshold=np.full(4, 5),
+        bias=np.full(4, 3),
+        aliases=-np.ones(4, dtype=int),
+        dash_mem_out=np.full(2, 1),
+        dash_syn_out=np.full(2, 1),
+        threshold_out=np.full(2, 5),
+        bias_out=np.zeros(2, dtype=int),
+        bias_enable=True,
+    )
     out, state, rec = XyloSim.from_config(cfg).evolve(np.zeros((7, 3), dtype=np.uint8), record=True)
     assert out.shape == (7, 2) and list(rec) == list(RECORD_KEYS)
     assert rec["Vmem"].shape == (7, 4) and rec["Isyn_out"].shape == (7, 2)
@@ -273,8 +348,12 @@ def test_record_shapes_unbatched_and_k1_isyn2_zero():
 def test_input_dtypes_accepted():
     sim = one_neuron(w_in=10, dash_syn=15, thr=32767)
     ref, _, _ = sim.evolve(np.array([[3], [0], [20]]), record=True)
-    for x in (np.array([[3], [0], [20]], dtype=np.uint16), np.array([[3.0], [0.0], [20.0]]),
-              [[3], [0], [20]], np.array([[3], [0], [2 ** 40]], dtype=np.uint64)):
+    for x in (
+        np.array([[3], [0], [20]], dtype=np.uint16),
+        np.array([[3.0], [0.0], [20.0]]),
+        [[3], [0], [20]],
+        np.array([[3], [0], [2**40]], dtype=np.uint64),
+    ):
         sim.reset_state()
         out, _, _ = sim.evolve(x)
         assert out.shape == (3, 1)
@@ -284,35 +363,55 @@ def test_input_dtypes_accepted():
 
 
 # -- bad input ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("x, where, what", [
-    (np.array([[0, 0], [0, -1]]), "x[1, 1]", "negative"),
-    (np.array([[0, 0], [0.5, 0]]), "x[1, 0]", "non-integer"),
-    (np.array([[0, np.nan], [0, 0]]), "x[0, 1]", "non-finite"),
-    (np.array([[0, 0], [np.inf, 0]]), "x[1, 0]", "non-finite"),
-    (np.array([[0, 0], [-np.inf, 0]]), "x[1, 0]", "non-finite"),
-    (np.array([[[0, 0]], [[0, 0]], [[3, -2]]]), "x[2, 0, 1]", "negative"),
-    (np.array([[1, 2], [-1.0, 0.5]]), "x[1, 0]", "negative"),
-])
+@pytest.mark.parametrize(
+    "x, where, what",
+    [
+        (np.array([[0, 0], [0, -1]]), "x[1, 1]", "negative"),
+        (np.array([[0, 0], [0.5, 0]]), "x[1, 0]", "non-integer"),
+        (np.array([[0, np.nan], [0, 0]]), "x[0, 1]", "non-finite"),
+        (np.array([[0, 0], [np.inf, 0]]), "x[1, 0]", "non-finite"),
+        (np.array([[0, 0], [-np.inf, 0]]), "x[1, 0]", "non-finite"),
+        (np.array([[[0, 0]], [[0, 0]], [[3, -2]]]), "x[2, 0, 1]", "negative"),
+        (np.array([[1, 2], [-1.0, 0.5]]), "x[1, 0]", "negative"),
+    ],
+)
 def test_bad_values_name_first_index(x, where, what):
-    sim = XyloSim.from_config(random_config(np.random.default_rng(1), max_hidden=5).replace(
-        weights_in=np.zeros((2, 1, 1)), weights_rec=np.zeros((1, 1, 1)), weights_out=np.zeros((1, 1)),
-        dash_mem=[1], dash_syn=[1], dash_syn_2=[1], threshold=[1], bias=[0], aliases=[-1],
-        dash_mem_out=[1], dash_syn_out=[1], threshold_out=[1], bias_out=[0], bias_enable=False))
+    sim = XyloSim.from_config(
+        random_config(np.random.default_rng(1), max_hidden=5).replace(
+            weights_in=np.zeros((2, 1, 1)),
+            weights_rec=np.zeros((1, 1, 1)),
+            weights_out=np.zeros((1, 1)),
+            dash_mem=[1],
+            dash_syn=[1],
+            dash_syn_2=[1],
+            threshold=[1],
+            bias=[0],
+            aliases=[-1],
+            dash_mem_out=[1],
+            dash_syn_out=[1],
+            threshold_out=[1],
+            bias_out=[0],
+            bias_enable=False,
+        )
+    )
     with pytest.raises(SimulationError) as info:
         sim.evolve(x)
     assert info.value.where == where and what in str(info.value)
     assert str(info.value).startswith(where)
 
 
-@pytest.mark.parametrize("x, match", [
-    (np.zeros(5), "input dimensions"),
-    (np.zeros((2, 2, 2, 1)), "input dimensions"),
-    (np.zeros((4, 3)), "input channel count"),
-    (np.zeros((4, 0)), "input channel count"),
-    (np.array([["a"], ["b"]]), "input dtype"),
-    (np.zeros((3, 1), dtype=complex), "input dtype"),
-    (np.array([[1], [None]], dtype=object), "input dtype"),
-])
+@pytest.mark.parametrize(
+    "x, match",
+    [
+        (np.zeros(5), "input dimensions"),
+        (np.zeros((2, 2, 2, 1)), "input dimensions"),
+        (np.zeros((4, 3)), "input channel count"),
+        (np.zeros((4, 0)), "input channel count"),
+        (np.array([["a"], ["b"]]), "input dtype"),
+        (np.zeros((3, 1), dtype=complex), "input dtype"),
+        (np.array([[1], [None]], dtype=object), "input dtype"),
+    ],
+)
 def test_bad_shapes_and_dtypes(x, match):
     sim = one_neuron()
     with pytest.raises(SimulationError, match=match):

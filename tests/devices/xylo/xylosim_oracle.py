@@ -54,16 +54,26 @@ def build_layer(config: XyloConfig) -> OracleLayer:
     from xylosim.v2 import XyloLayer
 
     k = config.n_synapses
-    dash_syns = [[int(a)] if k == 1 else [int(a), int(b)]
-                 for a, b in zip(config.dash_syn, config.dash_syn_2)]
+    dash_syns = [[int(a)] if k == 1 else [int(a), int(b)] for a, b in zip(config.dash_syn, config.dash_syn_2)]
     args = (
-        _synapses(config.weights_in), _synapses(config.weights_rec), _synapses(config.weights_out),
+        _synapses(config.weights_in),
+        _synapses(config.weights_rec),
+        _synapses(config.weights_out),
         [[int(a)] if a >= 0 else [] for a in config.aliases],
-        [int(v) for v in config.threshold], [int(v) for v in config.threshold_out],
-        bool(config.bias_enable), [int(v) for v in config.bias], [int(v) for v in config.bias_out],
-        int(config.weight_shift_in), int(config.weight_shift_rec), int(config.weight_shift_out),
-        [int(v) for v in config.dash_mem], [int(v) for v in config.dash_mem_out],
-        dash_syns, [[int(v)] for v in config.dash_syn_out], "oracle")
+        [int(v) for v in config.threshold],
+        [int(v) for v in config.threshold_out],
+        bool(config.bias_enable),
+        [int(v) for v in config.bias],
+        [int(v) for v in config.bias_out],
+        int(config.weight_shift_in),
+        int(config.weight_shift_rec),
+        int(config.weight_shift_out),
+        [int(v) for v in config.dash_mem],
+        [int(v) for v in config.dash_mem_out],
+        dash_syns,
+        [[int(v)] for v in config.dash_syn_out],
+        "oracle",
+    )
     return OracleLayer(XyloLayer(*args), args)
 
 
@@ -94,8 +104,7 @@ def run_oracle(config: XyloConfig, x: np.ndarray) -> tuple[np.ndarray, dict[str,
     return run_layer(build_layer(config), x)
 
 
-def random_config(rng: np.random.Generator, *, max_hidden: int = 80, max_fanout: int = 64
-                  ) -> XyloConfig:
+def random_config(rng: np.random.Generator, *, max_hidden: int = 80, max_fanout: int = 64) -> XyloConfig:
     """A random *valid* configuration that exercises the corners of the dynamics.
 
     Sizes ``N_in`` 1..16, ``N_hid`` 1..``max_hidden``, ``N_out`` 1..8, ``k`` 1 or 2; weights over the
@@ -162,13 +171,25 @@ def random_config(rng: np.random.Generator, *, max_hidden: int = 80, max_fanout:
         bias = np.zeros(n_hid, dtype=np.int64)
         bias_out = np.zeros(n_out, dtype=np.int64)
     return XyloConfig(
-        weights_in=w_in, weights_rec=w_rec, weights_out=w_out,
-        dash_mem=dashes(n_hid), dash_syn=dashes(n_hid),
+        weights_in=w_in,
+        weights_rec=w_rec,
+        weights_out=w_out,
+        dash_mem=dashes(n_hid),
+        dash_syn=dashes(n_hid),
         dash_syn_2=dashes(n_hid) if k == 2 else np.zeros(n_hid, dtype=np.int64),
-        dash_mem_out=dashes(n_out), dash_syn_out=dashes(n_out),
-        threshold=thresholds(n_hid), bias=bias, threshold_out=thresholds(n_out), bias_out=bias_out,
-        aliases=aliases, weight_shift_in=shift(), weight_shift_rec=shift(), weight_shift_out=shift(),
-        bias_enable=bias_enable, dt=1e-3)
+        dash_mem_out=dashes(n_out),
+        dash_syn_out=dashes(n_out),
+        threshold=thresholds(n_hid),
+        bias=bias,
+        threshold_out=thresholds(n_out),
+        bias_out=bias_out,
+        aliases=aliases,
+        weight_shift_in=shift(),
+        weight_shift_rec=shift(),
+        weight_shift_out=shift(),
+        bias_enable=bias_enable,
+        dt=1e-3,
+    )
 
 
 def random_input(rng: np.random.Generator, T: int, n_in: int, batch: int | None = None) -> np.ndarray:

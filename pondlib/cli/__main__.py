@@ -1,0 +1,7 @@
+"""``python -m pondlib.cli``: the ``pond`` command line."""
+
+import sys
+
+from pondlib.cli import main
+
+sys.exit(main())

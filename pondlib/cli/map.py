@@ -1,0 +1,257 @@
+"""``pond map MODEL --device xylo|spinnaker2|siracusa [--limits NAME] [--dt S] ...``: map a NIR file or a
+network saved with :func:`pondlib.io.save_network` onto a device; print the mapping report (resources,
+quantization), or the table of violated design rules (exit status 1).
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pond")
+    >>> add_parser(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["map", "net.nir", "--device", "xylo", "--dt", "1e-4"])
+    >>> args.model, args.device, args.dt, args.limits, args.neuron_model
+    ('net.nir', 'xylo', 0.0001, None, 'lif_curr_exp')
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pondlib.cli.args import UsageError, load_array, positive_float
+from pondlib.cli.render import (
+    notes,
+    resources_table,
+    siracusa_quantization_table,
+    spinnaker2_quantization_table,
+    stage,
+    violations_table,
+    xylo_quantization_table,
+)
+from pondlib.errors import ConstraintError, GraphError, PondError
+
+__all__ = ["DEVICES", "add_parser", "run"]
+
+#: Devices of ``pond map`` / ``pond devices``.
+DEVICES = ("xylo", "spinnaker2", "siracusa")
+
+#: SpiNNaker2 neuron models (``pondlib.devices.spinnaker2.NEURON_MODELS``), listed here so that the
+#: parser needs no device import (a test checks that the two agree).
+_S2_MODELS = ("lif", "lif_no_delay", "lif_curr_exp", "lif_curr_exp_no_delay")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``map`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``)."""
+    mp = subparsers.add_parser(
+        "map",
+        help="map a NIR file or a saved network to a device; report or list violations",
+        description="Map MODEL onto a device and print the mapping report (resources, "
+        "quantization), or the table of every violated design rule (exit status 1).",
+    )
+    mp.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a NIR file (.nir) or a network saved with pondlib.io.save_network (pond demo writes network.pond)",
+    )
+    mp.add_argument("--device", required=True, choices=DEVICES, help="the target device")
+    mp.add_argument(
+        "--limits",
+        metavar="NAME",
+        default=None,
+        help="device variant (see 'pond devices'): xylo audio2 (default), audio3, imu; "
+        "spinnaker2 chip (default), chip300, board; siracusa siracusa",
+    )
+    mp.add_argument(
+        "--dt",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="NIR only: the time step, needed when the file's convention does not store it "
+        "(Norse, Sinabs); default: from the file",
+    )
+    mp.add_argument(
+        "--reset",
+        choices=("v_reset", "subtract", "zero"),
+        default="v_reset",
+        help="NIR only: the reset the network was trained with (files cannot say; default v_reset, NIR >= 1.0.6)",
+    )
+    mp.add_argument(
+        "--drop-biases",
+        action="store_true",
+        help="Xylo only: drop weight-layer biases (the chip has none) instead of a violation",
+    )
+    mp.add_argument(
+        "--neuron-model",
+        choices=_S2_MODELS,
+        default="lif_curr_exp",
+        help="SpiNNaker2 only: the neuron model and synapse word (default lif_curr_exp: "
+        "4-bit weights with delays; *_no_delay: 7-bit weights)",
+    )
+    mp.add_argument(
+        "--calibration",
+        metavar="RASTER.npy",
+        default=None,
+        help="Siracusa only: representative input (B, T, N_in) that sets the integer "
+        "scales (default: synthetic binary events, with a note)",
+    )
+    mp.add_argument(
+        "--drop-synapse",
+        action="store_true",
+        help="Siracusa only: feed LIF input straight into the membrane (its integer LIF has "
+        "no synaptic current; this changes the dynamics)",
+    )
+
+
+def run(console: Any, args: argparse.Namespace) -> int:
+    """Map ``args.model`` onto ``args.device``; 0 when it fits, 1 (after the violations table) when not."""
+    _check_device_options(args)
+    with stage(console, "Importing the pipeline"):
+        import numpy as np  # noqa: F401  (heavy imports under the spinner)
+
+        import pondlib.nn  # noqa: F401
+    net = _load_model(console, args)
+    mappers = {"xylo": _map_xylo, "spinnaker2": _map_spinnaker2, "siracusa": _map_siracusa}
+    try:
+        mappers[args.device](console, net, args)
+    except ConstraintError as err:
+        console.print(violations_table(err, err.device))
+        console.print(
+            f"[bold red]{Path(args.model).name} does not fit {err.device}[/]: "
+            f"{len(err.violations)} violation(s); each row says how to fix it",
+            highlight=False,
+        )
+        return 1
+    return 0
+
+
+def _load_model(console: Any, args: argparse.Namespace) -> Any:
+    """The pondlib module in ``args.model`` (a NIR file or a saved network), with a line about it."""
+    path = Path(args.model)
+    if not path.is_file():
+        raise PondError(
+            "model file not found",
+            where=str(path),
+            fix="MODEL is a .nir file or a network saved with pondlib.io.save_network",
+        )
+    if path.suffix.lower() == ".nir":
+        from pondlib.interop import load_nir
+
+        imp = load_nir(path, dt=args.dt, reset=args.reset)
+        console.print(
+            f"[bold]model[/]: {path} (NIR, convention {imp.convention}, dt {imp.dt:g} s, "
+            f"reset {imp.reset}) -> {type(imp.module).__name__}",
+            highlight=False,
+        )
+        notes(console, imp.notes, "NIR import")
+        return imp.module
+    if args.dt is not None or args.reset != "v_reset":
+        raise UsageError(
+            "pond map: --dt and --reset apply to NIR files only (a saved pondlib network stores its dt and reset)"
+        )
+    from pondlib.io import describe, load_network
+
+    head = describe(path)
+    net = load_network(path)
+    console.print(
+        f"[bold]model[/]: {path} (pondlib network, saved by pondlib {head.get('pondlib_version')}): "
+        f"{head.get('summary')}",
+        highlight=False,
+    )
+    return net
+
+
+def _check_device_options(args: argparse.Namespace) -> None:
+    """A :class:`UsageError` for an option of another device than ``--device``."""
+    only = {
+        "--drop-biases": ("xylo", args.drop_biases),
+        "--neuron-model": ("spinnaker2", args.neuron_model != "lif_curr_exp"),
+        "--calibration": ("siracusa", args.calibration is not None),
+        "--drop-synapse": ("siracusa", args.drop_synapse),
+    }
+    for flag, (device, used) in only.items():
+        if used and args.device != device:
+            raise UsageError(f"pond map: {flag} applies to --device {device} only")
+
+
+def _map_xylo(console: Any, net: Any, args: argparse.Namespace) -> None:
+    from pondlib.devices.xylo import mapper
+    from pondlib.devices.xylo.config import config_from_specification
+    from pondlib.devices.xylo.limits import get_limits
+    from pondlib.devices.xylo.report import quantization_summary, resource_usage
+    from pondlib.transform import channel_quantize
+
+    lim = get_limits(args.limits)
+    with stage(console, f"Mapping to {lim.name}, quantizing (per channel), configuring") as st:
+        spec = mapper(net, lim, drop_biases=args.drop_biases)
+        qspec = channel_quantize(spec)
+        _, ok, message = config_from_specification(qspec)
+        st["note"] = "configuration valid" if ok else f"configuration invalid: {message}"
+    console.print(resources_table(f"Resources on {lim.name}", resource_usage(qspec, lim)))
+    console.print(xylo_quantization_table(quantization_summary(qspec)))
+    notes(console, spec.report.notes, "mapper note")
+    console.print(
+        f"[bold green]{Path(args.model).name} fits {lim.name}[/] ({qspec.n_hidden} hidden, "
+        f"{qspec.n_output} output neurons)",
+        highlight=False,
+    )
+
+
+def _map_spinnaker2(console: Any, net: Any, args: argparse.Namespace) -> None:
+    from pondlib.devices.spinnaker2.limits import get_limits
+    from pondlib.devices.spinnaker2.report import configure, map_network, quantization_summary, resource_usage
+
+    lim = get_limits(args.limits)
+    with stage(console, f"Mapping to the {lim.name} ({args.neuron_model}), configuring") as st:
+        spec, late = map_network(net, lim, args.neuron_model)
+        configure(spec, "pond map")
+        st["note"] = f"{spec.report.pes_used} PEs, configuration valid"
+    console.print(resources_table(f"Resources on the {lim.name} ({spec.neuron_model})", resource_usage(spec, lim)))
+    console.print(spinnaker2_quantization_table(quantization_summary(spec)))
+    notes(console, spec.report.notes, "mapper note")
+    notes(console, late, "warning")
+    console.print(
+        f"[bold green]{Path(args.model).name} fits the {lim.name}[/] ({spec.report.pes_used} PEs)", highlight=False
+    )
+
+
+def _map_siracusa(console: Any, net: Any, args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from pondlib.devices.siracusa.config import config_from_specification
+    from pondlib.devices.siracusa.limits import get_limits
+    from pondlib.devices.siracusa.report import map_network, quantization_summary, resource_usage
+
+    lim = get_limits(args.limits)
+    if args.calibration is not None:
+        calib = load_array(args.calibration, "calibration", "--calibration").astype(np.float64)
+        source = f"{args.calibration} {tuple(calib.shape)}"
+    else:
+        calib = (np.random.default_rng(0).random((32, 50, net.size_in)) < 0.2).astype(np.float64)
+        source = "synthetic binary events (32 samples x 50 steps, rate 0.2)"
+    with stage(console, f"Mapping to {lim.name}, calibrating on {source}") as st:
+        try:
+            _, spec = map_network(net, lim, calib, args.drop_synapse)
+        except GraphError as err:
+            if err.what != "LIF synaptic current":
+                raise
+            raise GraphError(
+                err.what,
+                value=err.value,
+                limit=err.limit,
+                where=err.where,
+                fix="pass --drop-synapse to feed the input straight into the membrane (this "
+                "changes the dynamics: pond demo shows the accuracy it costs)",
+            ) from None
+        _, ok, message = config_from_specification(spec)
+        st["note"] = "configuration valid" if ok else f"configuration invalid: {message}"
+    console.print(resources_table(f"Resources on {lim.name} (per step of one sample)", resource_usage(spec, lim)))
+    console.print(siracusa_quantization_table(quantization_summary(spec)))
+    if args.calibration is None:
+        notes(
+            console,
+            [
+                "the integer scales come from synthetic input: pass --calibration RASTER.npy with "
+                "representative input for a deployment"
+            ],
+            "note",
+        )
+    console.print(f"[bold green]{Path(args.model).name} fits {lim.name}[/]", highlight=False)

@@ -1,0 +1,38 @@
+"""Interchange formats: networks in and out of pondlib.
+
+:mod:`pondlib.interop.nir` imports NIR graphs written by other frameworks as :mod:`pondlib.nn` modules
+(with an explicit, reported dt convention) and exports pondlib networks as NIR. This layer sits above
+:mod:`pondlib.nn` and :mod:`pondlib.graph` (it builds modules) and below the commands.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> from pondlib import interop, nn
+    >>> net = nn.Sequential(nn.Linear(3, 2, key=jax.random.PRNGKey(0)), nn.LIF(2, tau_mem=0.02, tau_syn=0.01))
+    >>> back = interop.from_nir(interop.to_nir(net), dt=None)
+    >>> bool(jnp.all(back(jnp.ones((5, 3)))[0] == net(jnp.ones((5, 3)))[0]))
+    True
+"""
+
+from pondlib.interop.nir import (
+    CONVENTIONS,
+    EXPORTERS,
+    IMPORTERS,
+    NIRImport,
+    from_nir,
+    load_nir,
+    read_graph,
+    to_nir,
+    write,
+)
+
+__all__ = [
+    "from_nir",
+    "load_nir",
+    "to_nir",
+    "write",
+    "read_graph",
+    "NIRImport",
+    "IMPORTERS",
+    "EXPORTERS",
+    "CONVENTIONS",
+]

@@ -1,0 +1,751 @@
+"""NIR import: :func:`read_graph`, :func:`load_nir` and :func:`from_nir` (see :mod:`pondlib.interop.nir`
+for the conventions, discretization and reset choices this module makes explicit)."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pondlib.errors import GraphError, NIRError, PondError
+from pondlib.interop.nir.common import CONVENTIONS, RESETS
+from pondlib.interop.nir.common import nir_package as _nir
+from pondlib.nn import LIF, Linear, Residual, Sequential, neurons
+from pondlib.nn.graphnet import INPUT, OUTPUT, GraphNetwork
+from pondlib.nn.layers import AvgPool2d, Conv1d, Conv2d, Delay, Flatten, Scale, SumPool2d
+from pondlib.nn.neurons import Threshold
+from pondlib.nn.surrogate import Surrogate
+
+__all__ = ["read_graph", "NIRImport", "IMPORTERS", "load_nir", "from_nir"]
+
+
+# ----------------------------------------------------------------------------------------------
+# reading files
+# ----------------------------------------------------------------------------------------------
+def _read_errors() -> tuple[type[BaseException], ...]:
+    import h5py  # noqa: F401  (h5py errors derive from OSError, KeyError, ValueError, TypeError)
+
+    return (
+        OSError,
+        KeyError,
+        ValueError,
+        TypeError,
+        AssertionError,
+        AttributeError,
+        IndexError,
+        NotImplementedError,
+        UnicodeDecodeError,
+    )
+
+
+def read_graph(path: Any, *, notes: list[str] | None = None) -> Any:
+    """Read a NIR file into a ``nir.NIRGraph``, tolerantly.
+
+    ``nir.read`` is tried with type checking; a graph that fails only the type check (e.g. Rockpool's
+    Output of shape ``[1, 1, 1]`` after a ``[1]`` neuron) is re-read without it, and the shapes are
+    checked by :func:`from_nir` itself (which repairs an Output shape with the right number of
+    elements and says so). Every failure is a :class:`~pondlib.errors.NIRError` naming the file.
+    """
+    nir = _nir()
+    notes = notes if notes is not None else []
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise NIRError(
+            "NIR file not found", value=str(path), limit="an existing .nir file", where=str(path), fix="check the path"
+        )
+    errors = _read_errors()
+    try:
+        return nir.read(str(p))
+    except errors as first:
+        first_msg = f"{type(first).__name__}: {first}"
+    try:
+        g = nir.read(str(p), type_check=False)
+    except errors as err:
+        raise NIRError(
+            "cannot read NIR file",
+            value=f"{type(err).__name__}: {err}",
+            limit="a valid NIR (HDF5) file",
+            where=str(path),
+            fix="the file is truncated, not HDF5, or misses required fields; re-export it with nir.write",
+        ) from None
+    notes.append(
+        f"{p.name}: nir.read with type checking failed ({first_msg}); read without it, shapes checked by pondlib"
+    )
+    return g
+
+
+# ----------------------------------------------------------------------------------------------
+# import
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class NIRImport:
+    """What :func:`load_nir` imported and every assumption it made.
+
+    Attributes:
+        module: the pondlib module (``Sequential``, a single module, or ``GraphNetwork``).
+        convention: the exporter convention used (see the module docstring).
+        dt: the step in seconds.
+        reset: the reset mode used for spiking neurons.
+        notes: one line per assumption, detection result or repair.
+    """
+
+    module: Any
+    convention: str
+    dt: float
+    reset: str
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Ctx:
+    dt: float
+    convention: str
+    reset: str
+    decay: str
+    notes: list[str]
+
+
+def _arr(node: Any, name: str, where: str) -> np.ndarray:
+    value = getattr(node, name, None)
+    if value is None:
+        raise NIRError(f"missing parameter {name}", where=where, fix="re-export the node")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise NIRError(
+            f"parameter {name} is not numeric", value=repr(value)[:60], where=where, fix="re-export the node"
+        ) from None
+    if not np.all(np.isfinite(arr)):
+        raise NIRError(
+            f"parameter {name} is not finite",
+            value="NaN/inf",
+            limit="finite values",
+            where=where,
+            fix="re-export the node with finite parameters",
+        )
+    return arr
+
+
+def _meta(node: Any) -> dict:
+    m = getattr(node, "metadata", None)
+    return m if isinstance(m, dict) else {}
+
+
+def _mstr(meta: dict, key: str, default: str = "") -> str:
+    v = meta.get(key, default)
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _ints(value: Any) -> Any:
+    if isinstance(value, (str, bytes)):
+        return value.decode() if isinstance(value, bytes) else value
+    return tuple(int(v) for v in np.asarray(value).reshape(-1))
+
+
+def _shape_of(arr: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(d) for d in arr.shape) or (1,)
+
+
+def _imp_linear(node, name, in_shape, ctx):
+
+    w = _arr(node, "weight", name)
+    if w.ndim != 2:
+        raise NIRError(
+            "weight shape", value=w.shape, limit="(N_out, N_in)", where=name, fix="pondlib imports 2-D weights only"
+        )
+    bias = _arr(node, "bias", name).reshape(-1) if hasattr(node, "bias") else False
+    return Linear(w.shape[1], w.shape[0], weight=w.T, bias=bias), (w.shape[0],)
+
+
+def _imp_scale(node, name, in_shape, ctx):
+
+    s = _arr(node, "scale", name)
+    return Scale(_shape_of(s), scale=s), _shape_of(s)
+
+
+def _imp_conv(node, name, in_shape, ctx):
+
+    cls = Conv2d if type(node).__name__ == "Conv2d" else Conv1d
+    w = _arr(node, "weight", name)
+    bias = _arr(node, "bias", name).reshape(-1) if getattr(node, "bias", None) is not None else None
+    if bias is not None and bias.size == 1 and w.shape[0] != 1:
+        bias = np.full(w.shape[0], float(bias[0]))
+    if in_shape is None or len(in_shape) != w.ndim - 1:
+        declared = getattr(node, "input_shape", None)
+        if declared is None:
+            raise NIRError(
+                "convolution input shape unknown",
+                value=in_shape,
+                where=name,
+                limit=f"(C_in, {'H, W' if cls is Conv2d else 'L'})",
+                fix="give the Conv node an input_shape or the graph an Input shape",
+            )
+        in_shape = (w.shape[1] * int(node.groups),) + _ints(declared)
+    try:
+        m = cls(
+            in_shape,
+            weight=w,
+            bias=bias,
+            stride=_ints(node.stride),
+            padding=_ints(node.padding),
+            dilation=_ints(node.dilation),
+            groups=int(np.asarray(node.groups)),
+        )
+    except GraphError as err:
+        raise NIRError(f"cannot build {cls.__name__}: {err}", where=name, fix="check the node") from None
+    return m, m.output_shape
+
+
+def _imp_pool(node, name, in_shape, ctx):
+
+    cls = AvgPool2d if type(node).__name__ == "AvgPool2d" else SumPool2d
+    if in_shape is None or len(in_shape) != 3:
+        raise NIRError(
+            "pooling input shape",
+            value=in_shape,
+            limit="(C, H, W)",
+            where=name,
+            fix="pooling must follow a node with a (C, H, W) output",
+        )
+    m = cls(in_shape, kernel_size=_ints(node.kernel_size), stride=_ints(node.stride), padding=_ints(node.padding))
+    return m, m.output_shape
+
+
+def _imp_flatten(node, name, in_shape, ctx):
+
+    declared = node.input_type.get("input") if isinstance(node.input_type, dict) else None
+    shape = in_shape if in_shape is not None else (None if declared is None else _ints(declared))
+    if shape is None:
+        raise NIRError("flatten input shape unknown", where=name, fix="give the graph an Input shape")
+    start, end = int(np.asarray(node.start_dim)), int(np.asarray(node.end_dim))
+    nd = len(shape)
+    if not (-nd <= start < nd and -nd <= end < nd):  # e.g. start_dim = 1 counting a batch axis
+        ctx.notes.append(f"{name}: Flatten dims ({start}, {end}) outside the input shape {shape}; flattened everything")
+        start, end = 0, -1
+    m = Flatten(shape, start_dim=start, end_dim=end)
+    return m, m.output_shape
+
+
+def _imp_delay(node, name, in_shape, ctx):
+
+    d = _arr(node, "delay", name)
+    return Delay(_shape_of(d), delay=d, dt=ctx.dt), _shape_of(d)
+
+
+def _imp_threshold(node, name, in_shape, ctx):
+
+    t = _arr(node, "threshold", name)
+    return Threshold(_shape_of(t), threshold=t), _shape_of(t)
+
+
+def _reset_of(node, ctx) -> str:
+    meta = _meta(node)
+    if ctx.convention == "pondlib" and "pondlib_reset" in meta:
+        return _mstr(meta, "pondlib_reset")
+    return ctx.reset
+
+
+def _decay_of(node, ctx) -> str:
+    meta = _meta(node)
+    if ctx.convention == "pondlib" and "pondlib_decay" in meta:
+        return _mstr(meta, "pondlib_decay")
+    return ctx.decay
+
+
+def _neuron(cls_name: str, params: tuple[str, ...], spiking: bool, renames: dict | None = None):
+    def imp(node, name, in_shape, ctx):
+
+        meta = _meta(node)
+        if ctx.convention == "pondlib" and _mstr(meta, "pondlib_type") == "LIF":
+            return _imp_pondlib_lif(node, None, name, ctx)
+        vals = {p: _arr(node, p, name) for p in params}
+        shape = _shape_of(next(iter(vals.values())))
+        kwargs = {(renames or {}).get(p, p): v for p, v in vals.items()}
+        if spiking:
+            kwargs["reset"] = _reset_of(node, ctx)
+        if "tau" in params or "tau_mem" in params:
+            kwargs["decay"] = _decay_of(node, ctx)
+        try:
+            m = getattr(neurons, cls_name)(shape, dt=ctx.dt, **kwargs)
+        except PondError as err:
+            raise NIRError(
+                f"cannot build {cls_name}: {err}",
+                where=name,
+                fix="check dt against the time constants (pass the exporter's dt)",
+            ) from None
+        return m, shape
+
+    return imp
+
+
+def _imp_pondlib_lif(node, rec_weight, name, ctx):
+    """pondlib's own LIF, rebuilt exactly from its metadata (see the module docstring)."""
+
+    meta = _meta(node)
+    try:
+        dt = float(meta["pondlib_dt"])
+        bias = np.asarray(meta["pondlib_bias"], dtype=np.float64)
+        cap = float(meta["pondlib_max_spikes_per_dt"])
+        sg = Surrogate(
+            _mstr(meta, "pondlib_surrogate_kind", "fast_sigmoid"), float(meta.get("pondlib_surrogate_scale", 10.0))
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise NIRError(
+            "pondlib LIF metadata incomplete",
+            value=str(err),
+            where=name,
+            fix="re-export with pondlib.interop.nir.to_nir, or import with convention='dt_scaled'",
+        ) from None
+    n = int(np.asarray(node.tau_mem).size)
+    lif = LIF(
+        n,
+        tau_mem=np.asarray(node.tau_mem).reshape(-1),
+        tau_syn=np.asarray(node.tau_syn).reshape(-1),
+        threshold=np.asarray(node.v_threshold).reshape(-1),
+        bias=bias.reshape(-1),
+        dt=dt,
+        max_spikes_per_dt=cap,
+        surrogate=sg,
+        w_rec=None if rec_weight is None else np.asarray(rec_weight, dtype=np.float64).T,
+    )
+    return lif, (n,)
+
+
+#: NIR node class name -> importer ``(node, name, in_shape, ctx) -> (module, out_shape)``.
+IMPORTERS: dict[str, Callable] = {
+    "Affine": _imp_linear,
+    "Linear": _imp_linear,
+    "Scale": _imp_scale,
+    "Conv1d": _imp_conv,
+    "Conv2d": _imp_conv,
+    "SumPool2d": _imp_pool,
+    "AvgPool2d": _imp_pool,
+    "Flatten": _imp_flatten,
+    "Delay": _imp_delay,
+    "Threshold": _imp_threshold,
+    "CubaLIF": _neuron("CubaLIF", ("tau_syn", "tau_mem", "r", "v_leak", "w_in", "v_threshold", "v_reset"), True),
+    "CubaLI": _neuron("CubaLI", ("tau_syn", "tau_mem", "r", "v_leak", "w_in"), False),
+    "LIF": _neuron("NIRLIF", ("tau", "r", "v_leak", "v_threshold", "v_reset"), True),
+    "LI": _neuron("LI", ("tau", "r", "v_leak"), False),
+    "IF": _neuron("IF", ("r", "v_threshold", "v_reset"), True),
+    "I": _neuron("Integrator", ("r",), False),
+}
+
+
+def _detect(graph: Any, dt: float | None, convention: str, notes: list[str]) -> tuple[str, float, str]:
+    """(convention, dt, decay) following the table in the module docstring."""
+    nir = _nir()
+    meta = _meta(graph)
+    if convention not in CONVENTIONS:
+        raise NIRError(
+            "convention",
+            value=convention,
+            limit=sorted(CONVENTIONS),
+            fix="pass one of the listed conventions, or 'auto'",
+        )
+    conv = CONVENTIONS[convention]
+    if dt is not None and not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+        raise NIRError(
+            "dt",
+            value=dt,
+            limit="a positive number of seconds, or None",
+            fix="pass the exporter's time step, e.g. dt=1e-4",
+        )
+    pondlib_file = "pondlib_format" in meta
+    if conv == "pondlib" or (conv == "auto" and pondlib_file):
+        if not pondlib_file:
+            raise NIRError("convention='pondlib' but the file has no pondlib metadata", fix="use convention='auto'")
+        file_dt = float(meta.get("pondlib_dt", float("nan")))
+        if dt is not None and math.isfinite(file_dt) and not math.isclose(dt, file_dt, rel_tol=1e-9):
+            notes.append(
+                f"pondlib file written with dt = {file_dt}; pondlib LIF layers keep it, other neurons use dt = {dt}"
+            )
+        use = dt if dt is not None else (file_dt if math.isfinite(file_dt) else 1e-3)
+        notes.append(f"convention: pondlib (metadata), dt = {use}")
+        return "pondlib", use, "euler"
+
+    # collect (tau, r, tau_syn, w_in) of every neuron, nested graphs included
+    taus: list[tuple[np.ndarray, np.ndarray]] = []
+    syns: list[tuple[np.ndarray, np.ndarray]] = []
+    has_dt_node = False
+
+    def walk(g):
+        nonlocal has_dt_node
+        for node in g.nodes.values():
+            kind = type(node).__name__
+            if isinstance(node, nir.NIRGraph):
+                walk(node)
+            elif kind in ("LIF", "LI"):
+                taus.append((np.asarray(node.tau, float).ravel(), np.asarray(node.r, float).ravel()))
+            elif kind in ("CubaLIF", "CubaLI"):
+                taus.append((np.asarray(node.tau_mem, float).ravel(), np.asarray(node.r, float).ravel()))
+                syns.append((np.asarray(node.tau_syn, float).ravel(), np.asarray(node.w_in, float).ravel()))
+            elif kind == "Delay":
+                has_dt_node = True
+
+    walk(graph)
+    if not taus:
+        if dt is None:
+            if has_dt_node:
+                raise NIRError(
+                    "dt is required",
+                    value=None,
+                    limit="the exporter's step in seconds",
+                    fix="this graph has Delay nodes (seconds): pass dt=...",
+                )
+            notes.append("no time constants in the graph: dt does not change the dynamics; dt = 1e-3")
+            dt = 1e-3
+        notes.append(f"convention: {conv if conv != 'auto' else 'unit'} (no leaky neurons), dt = {dt}")
+        return (conv if conv != "auto" else "unit"), dt, "euler"
+
+    tau = np.concatenate([t for t, _ in taus])
+    r = np.concatenate([q for _, q in taus])
+    ts = np.concatenate([t for t, _ in syns]) if syns else np.zeros(0)
+    w = np.concatenate([q for _, q in syns]) if syns else np.zeros(0)
+    unit = np.allclose(r, 1.0, rtol=1e-6) and np.allclose(w, 1.0, rtol=1e-6)
+    implied = np.concatenate([tau / np.where(r != 0, r, np.nan), ts / np.where(w != 0, w, np.nan)])
+    scaled = bool(np.all(np.isfinite(implied)) and np.all(implied > 0) and np.ptp(implied) <= 1e-3 * np.median(implied))
+    rock_dt = _rockpool_dt(tau, r)
+
+    if conv == "auto":
+        if unit:
+            conv = "unit"
+        elif scaled and rock_dt is not None:  # one neuron fits both: prefer the given/rounder dt
+            d_s = float(np.median(implied))
+            pick = (lambda d: abs(d - dt) / dt) if dt is not None else _roundness
+            conv = "rockpool" if pick(rock_dt) < pick(d_s) else "dt_scaled"
+            notes.append(f"parameters fit dt_scaled (dt = {d_s:.6g}) and rockpool (dt = {rock_dt:.6g}); chose {conv}")
+        elif scaled:
+            conv = "dt_scaled"
+        elif rock_dt is not None:
+            conv = "rockpool"
+        else:
+            conv = "unknown"
+        notes.append(f"convention detected: {conv}")
+    else:
+        notes.append(f"convention given: {conv}")
+    if conv == "dt_scaled":
+        file_dt = float(f"{np.median(implied):.6g}") if scaled else None
+        if dt is None:
+            if file_dt is None:
+                raise NIRError("dt is required", fix="tau/r differs between neurons: pass dt=...")
+            dt = file_dt
+            notes.append(f"dt = {dt} s read from r = tau/dt (snnTorch/Lava)")
+        elif file_dt is not None and not math.isclose(dt, file_dt, rel_tol=1e-3):
+            notes.append(
+                f"the file's r = tau/dt implies dt = {file_dt} s; simulating with dt = {dt} s changes the dynamics"
+            )
+    elif conv == "rockpool":
+        if dt is None:
+            if rock_dt is None:
+                raise NIRError("dt is required", fix="pass dt=...")
+            dt = float(f"{rock_dt:.6g}")
+            notes.append(f"dt = {dt} s solved from r = tau exp(-dt/tau)/dt (Rockpool)")
+        notes.append("decay: exp (Rockpool's discrete model), input gain dt/tau r")
+        return conv, dt, "exp"
+    elif dt is None:
+        raise NIRError(
+            "dt is required",
+            value=None,
+            limit="the exporter's step in seconds",
+            where=f"convention {conv}",
+            fix="NIR files do not store dt and this one does not imply it (r = 1): pass "
+            "the exporter's dt, e.g. from_nir(path, dt=1e-4)",
+        )
+    if conv == "unknown":
+        notes.append(
+            f"parameters match no known convention: forward Euler with dt = {dt} s as stated "
+            f"by the NIR equations; pass convention= to override"
+        )
+    return conv, dt, "euler"
+
+
+def _roundness(d: float) -> float:
+    """Relative distance of ``d`` to the nearest number with two significant digits."""
+    e = 10.0 ** (math.floor(math.log10(d)) - 1)
+    return abs(d - round(d / e) * e) / d
+
+
+def _rockpool_dt(tau: np.ndarray, r: np.ndarray) -> float | None:
+    """The dt solving ``r = tau exp(-dt/tau) / dt`` for every neuron, or None."""
+    if np.any(r <= 0) or np.any(tau <= 0):
+        return None
+    sols = []
+    for t, q in zip(tau, r):
+        lo, hi = t * 1e-9, t * 50.0  # f(dt) = t e^{-dt/t}/dt decreases on (0, inf)
+        f = lambda d, t=t, q=q: t * math.exp(-d / t) / d - q
+        if f(lo) < 0 or f(hi) > 0:
+            return None
+        for _ in range(200):
+            mid = math.sqrt(lo * hi)
+            lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+        sols.append(math.sqrt(lo * hi))
+    sols = np.asarray(sols)
+    if np.ptp(sols) > 1e-3 * np.median(sols) or np.median(sols) >= np.min(tau):
+        return None
+    return float(np.median(sols))
+
+
+def _inline(graph: Any, prefix: str, ctx: _Ctx) -> tuple[dict, list, str, str, Any, Any]:
+    """Flatten nested graphs: returns (nodes, edges, input_name, output_name, in_shape, out_decl)."""
+    nir = _nir()
+    ins = [k for k, n in graph.nodes.items() if type(n).__name__ == "Input"]
+    outs = [k for k, n in graph.nodes.items() if type(n).__name__ == "Output"]
+    where = prefix.rstrip(".") or "graph"
+    if len(ins) != 1 or len(outs) != 1:
+        raise NIRError(
+            "graph boundary",
+            value=f"{len(ins)} Input and {len(outs)} Output node(s)",
+            limit="exactly one Input and one Output",
+            where=where,
+            fix="pondlib imports single-input, single-output graphs; add the Input/Output "
+            "nodes (nir.NIRGraph.from_list does) or split the graph",
+        )
+    nodes: dict[str, Any] = {}
+    edges: list[tuple[str, str]] = []
+    entry: dict[str, list[str]] = {}  # nested graph name -> names its input edge goes to
+    exit_: dict[str, list[str]] = {}  # nested graph name -> names feeding its output
+    for k, node in graph.nodes.items():
+        if k in (ins[0], outs[0]):
+            continue
+        full = prefix + k
+        if isinstance(node, nir.NIRGraph) and _mstr(_meta(node), "pondlib_type") not in ("LIF", "Residual"):
+            sub_nodes, sub_edges, s_in, s_out, _, _ = _inline(node, full + ".", ctx)
+            nodes.update(sub_nodes)
+            entry[full] = [b for a, b in sub_edges if a == s_in]
+            exit_[full] = [a for a, b in sub_edges if b == s_out]
+            edges.extend((a, b) for a, b in sub_edges if a != s_in and b != s_out)
+            if any(a == s_in and b == s_out for a, b in sub_edges):
+                raise NIRError(
+                    "nested graph passes its input straight to its output",
+                    where=full,
+                    fix="pondlib cannot inline this skip; tag it as a pondlib Residual",
+                )
+        else:
+            nodes[full] = node
+    name_in, name_out = prefix + ins[0], prefix + outs[0]
+    for a, b in graph.edges:
+        a, b = str(a), str(b)
+        for nm in (a, b):
+            if nm not in graph.nodes:
+                raise NIRError(
+                    "edge names a missing node",
+                    value=(a, b),
+                    limit=sorted(graph.nodes),
+                    where=where,
+                    fix="repair the graph's edges",
+                )
+        srcs = exit_.get(prefix + a, [name_in if a == ins[0] else prefix + a])
+        dsts = entry.get(prefix + b, [name_out if b == outs[0] else prefix + b])
+        edges.extend((s, d) for s in srcs for d in dsts)
+    in_shape = _ints(graph.nodes[ins[0]].input_type["input"])
+    out_decl = graph.nodes[outs[0]].output_type.get("output")
+    return nodes, edges, name_in, name_out, in_shape, out_decl
+
+
+def _import_node(node, name, in_shape, ctx):
+    nir = _nir()
+    kind = type(node).__name__
+    if isinstance(node, nir.NIRGraph):
+        return _import_tagged_graph(node, name, in_shape, ctx)
+    imp = IMPORTERS.get(kind)
+    if imp is None:
+        raise NIRError(
+            "unsupported NIR node",
+            value=kind,
+            limit=sorted(IMPORTERS),
+            where=name,
+            fix="replace the node, or add an importer to pondlib.interop.nir.IMPORTERS",
+        )
+    return imp(node, name, in_shape, ctx)
+
+
+def _import_tagged_graph(node, name, in_shape, ctx):
+    """A nested graph written by pondlib (recurrent LIF, Residual), rebuilt as that module."""
+
+    tag = _mstr(_meta(node), "pondlib_type")
+    nodes, edges, s_in, s_out, _, _ = _inline(node, name + ".", ctx)
+    if tag == "LIF":
+        lif = [k for k, n in nodes.items() if type(n).__name__ == "CubaLIF"]
+        rec = [k for k, n in nodes.items() if type(n).__name__ in ("Linear", "Affine")]
+        if len(lif) != 1 or len(rec) != 1:
+            raise NIRError(
+                "pondlib recurrent LIF cell",
+                value=sorted(nodes),
+                limit="one CubaLIF and one Linear",
+                where=name,
+                fix="re-export the network",
+            )
+        return _imp_pondlib_lif(nodes[lif[0]], np.asarray(nodes[rec[0]].weight), name, ctx)
+    # Residual: the chain from input to output, and the skip edge
+    modules = _build_chain(nodes, edges, s_in, s_out, in_shape, ctx, name)
+    return Residual(*modules), (modules[-1].size_out,)
+
+
+def _build_chain(nodes, edges, s_in, s_out, in_shape, ctx, where):
+    chain_edges = [(a, b) for a, b in edges if not (a == s_in and b == s_out)]
+    nxt = {a: b for a, b in chain_edges}
+    if len(nxt) != len(chain_edges):
+        raise NIRError("pondlib Residual block is not a chain", where=where, fix="re-export")
+    out, cur, shape = [], nxt.get(s_in), in_shape
+    while cur is not None and cur != s_out:
+        m, shape = _import_node(nodes[cur], cur, shape, ctx)
+        out.append(m)
+        cur = nxt.get(cur)
+    return out
+
+
+def load_nir(
+    source: Any, *, dt: float | None, convention: str = "auto", reset: str = "v_reset", decay: str | None = None
+) -> NIRImport:
+    """Import a NIR file or ``nir.NIRGraph`` and report every assumption.
+
+    Args:
+        source: a path to a ``.nir`` file, or a ``nir.NIRGraph``.
+        dt: the simulation step in seconds; ``None`` takes it from the file where the convention
+            implies it (pondlib metadata, ``r = tau/dt``, Rockpool), else raises ``NIRError``.
+        convention: ``"auto"`` or one of :data:`CONVENTIONS` (see the module docstring).
+        reset: ``"v_reset"`` (NIR >= 1.0.6, default), ``"zero"`` or ``"subtract"`` (NIR <= 1.0.5).
+        decay: override the leak discretization (``"euler"`` or ``"exp"``).
+
+    Returns:
+        :class:`NIRImport` with the module, the convention, dt, reset and notes.
+
+    Raises:
+        NIRError: unreadable or malformed files, unsupported nodes, shape mismatches (naming the node,
+            the shapes and a fix), missing dt.
+    """
+    nir = _nir()
+
+    notes: list[str] = []
+    if isinstance(source, nir.NIRGraph):
+        graph = source
+    elif isinstance(source, (str, pathlib.Path)):
+        graph = read_graph(source, notes=notes)
+    else:
+        raise NIRError(
+            "from_nir source",
+            value=type(source).__name__,
+            limit="a path or a nir.NIRGraph",
+            fix="pass the file path or nir.read(path)",
+        )
+    if reset not in RESETS:
+        raise NIRError("reset", value=reset, limit=list(RESETS), fix="pass reset='v_reset', 'zero' or 'subtract'")
+    conv, dt, auto_decay = _detect(graph, dt, convention, notes)
+    if decay is not None and decay not in ("euler", "exp"):
+        raise NIRError("decay", value=decay, limit=["euler", "exp"], fix="pass 'euler' or 'exp'")
+    ctx = _Ctx(float(dt), conv, reset, decay or auto_decay, notes)
+    notes.append(
+        f"reset: {reset}"
+        + (
+            " (files cannot say; pass reset='subtract' for networks trained with reset by subtraction)"
+            if conv != "pondlib"
+            else ""
+        )
+    )
+
+    nodes, edges, s_in, s_out, in_shape, out_decl = _inline(graph, "", ctx)
+    if not edges:
+        raise NIRError("graph has no edges", where="graph", fix="connect Input -> ... -> Output")
+    # shapes, in order of availability (cycles: neurons and weights know their own shapes)
+    out_shapes: dict[str, tuple] = {s_in: in_shape}
+    preds: dict[str, list[str]] = {}
+    for a, b in edges:
+        preds.setdefault(b, []).append(a)
+    modules: dict[str, Any] = {}
+    pending = list(nodes)
+    while pending:
+        progressed = False
+        for k in list(pending):
+            known = [out_shapes[p] for p in preds.get(k, []) if p in out_shapes]
+            if not known and _needs_input_shape(nodes[k]):
+                continue
+            m, shp = _import_node(nodes[k], k, known[0] if known else None, ctx)
+            modules[k], out_shapes[k] = m, tuple(shp)
+            pending.remove(k)
+            progressed = True
+        if not progressed:
+            raise NIRError(
+                "cannot infer shapes", value=sorted(pending), where="graph", fix="connect every node to the Input"
+            )
+    # the Output node: repair a shape with the right number of elements
+    got = [out_shapes[p] for p in preds.get(s_out, []) if p in out_shapes]
+    if not got:
+        raise NIRError("nothing reaches the Output node", where=s_out, fix="add an edge into Output")
+    out_shape = got[0]
+    if out_decl is not None:
+        decl = _ints(out_decl)
+        if decl != out_shape:
+            if int(np.prod(decl)) == int(np.prod(out_shape)):
+                notes.append(
+                    f"Output node {s_out!r}: declared shape {list(decl)} but receives "
+                    f"{list(out_shape)} (same {int(np.prod(decl))} elements); used "
+                    f"{list(out_shape)} (Rockpool writes [1, 1, 1] for [1])"
+                )
+            else:
+                raise NIRError(
+                    "Output shape",
+                    value=list(decl),
+                    limit=list(out_shape),
+                    where=s_out,
+                    fix=f"the Output node must have the shape of what feeds it: set it to "
+                    f"{list(out_shape)} (nir.Output(output_type={list(out_shape)}))",
+                )
+    rename = {s_in: INPUT, s_out: OUTPUT}
+    clash = [k for k in modules if k in (INPUT, OUTPUT)]
+    for k in clash:
+        rename[k] = f"{k}_"
+    mods = {rename.get(k, k): m for k, m in modules.items()}
+    edges2 = [(rename.get(a, a), rename.get(b, b)) for a, b in edges]
+    try:
+        net = GraphNetwork(mods, edges2, input_shape=in_shape, output_shape=out_shape)
+    except GraphError as err:
+        raise NIRError(f"inconsistent graph: {err}", where="graph", fix="check the node shapes") from None
+    module = _as_chain(net, Sequential) or net
+    return NIRImport(module, conv, float(dt), reset, notes)
+
+
+def _needs_input_shape(node: Any) -> bool:
+    return type(node).__name__ in ("Conv1d", "Conv2d", "SumPool2d", "AvgPool2d", "Flatten") or (
+        type(node).__name__ == "NIRGraph" and _mstr(_meta(node), "pondlib_type") == "Residual"
+    )
+
+
+def _as_chain(net: Any, sequential: type) -> Any:
+    """A Sequential (or the single module) when ``net`` is a plain chain with flat input."""
+
+    if net.recurrent or len(net.input_shape) != 1 or len(net.edges) != len(net.modules) + 1:
+        return None
+    nxt: dict[str, str] = {}
+    for a, b in net.edges:
+        if a in nxt:
+            return None
+        nxt[a] = b
+    chain, cur = [], nxt.get(INPUT)
+    while cur is not None and cur != OUTPUT:
+        chain.append(net.modules[cur])
+        cur = nxt.get(cur)
+    if cur != OUTPUT or len(chain) != len(net.modules):
+        return None
+    return chain[0] if len(chain) == 1 else sequential(*chain)
+
+
+def from_nir(
+    source: Any, *, dt: float | None, convention: str = "auto", reset: str = "v_reset", decay: str | None = None
+) -> Any:
+    """Import a NIR file or graph as a pondlib module (:func:`load_nir` without the report).
+
+    Example (the NIR paper's Norse LIF, with the exporter's dt):
+
+        >>> import numpy as np, pathlib
+        >>> here = pathlib.Path(__file__).resolve().parents[3] / "tests" / "data" / "nir" / "lif"
+        >>> net = from_nir(here / "lif_norse.nir", dt=1e-4)
+        >>> x = np.loadtxt(here / "lif_norse.csv", delimiter=",")[:, :1]
+        >>> np.flatnonzero(np.asarray(net(x)[0][:, 0])).tolist()
+        [460, 510, 710, 760]
+    """
+    return load_nir(source, dt=dt, convention=convention, reset=reset, decay=decay).module

@@ -1,0 +1,518 @@
+r"""Validation at the public boundary: the one small set of checks every entry point uses.
+
+Every public constructor and entry point checks what it is given here, once, so that the code behind
+it can trust its data. A check either returns the value in a canonical form (a Python ``int`` or
+``float``, a numpy array of a known dtype) or raises the caller's :class:`~pondlib.errors.PondError`
+subclass naming the field, the offending value, the limit and the fix. Nothing is wrapped, clipped,
+rounded or dropped silently:
+
+* scalars: ``bool``, ``complex``, strings and ``None`` are never numbers; an integer field takes an
+  ``int``, a numpy integer or an integral finite float (``3.0``), never ``2.5``;
+* arrays: ragged nesting, ``object``/string/complex dtypes and (unless allowed) empty arrays are refused
+  before any arithmetic; floats must be finite, integers are range-checked *before* a narrowing cast;
+* ``float32=True`` refuses finite float64 values that would overflow to ``inf`` in float32 (and
+  ``int32=True`` integers beyond int32, which JAX would truncate).
+
+Example:
+    >>> check_int(3.0, "size", lo=1)
+    3
+    >>> check_int(2.5, "size", lo=1, where="LIF")
+    Traceback (most recent call last):
+    ...
+    pondlib.errors.PondError: LIF: size: got 2.5, expected an integer >= 1. Fix: pass a whole number
+    >>> check_float(float("nan"), "tau_mem", lo=0.0, lo_open=True, where="LIF")
+    Traceback (most recent call last):
+    ...
+    pondlib.errors.PondError: LIF: tau_mem: got nan, expected a finite number > 0.0. Fix: pass a finite number > 0.0
+    >>> as_array([[1, 2], [3]], "x")
+    Traceback (most recent call last):
+    ...
+    pondlib.errors.PondError: x: got a ragged nested sequence, expected a rectangular array. Fix: ...
+    >>> as_array([1.0, 2.0], "w", float32=True).dtype
+    dtype('float64')
+    >>> as_int_array([3.0, -2], "counts", lo=0, hi=15)
+    Traceback (most recent call last):
+    ...
+    pondlib.errors.PondError: counts: values out of range: got -2 at index (1,), expected integers in [0, 15]. Fix: ...
+    >>> saturating_cast([1e30, -1e30, 3.7], np.int8).tolist()
+    [127, -128, 4]
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pondlib.errors import PondError
+
+__all__ = [
+    "check_type",
+    "check_int",
+    "check_float",
+    "check_bool",
+    "check_choice",
+    "as_array",
+    "as_float_array",
+    "as_int_array",
+    "check_shape",
+    "saturating_cast",
+    "check_readable_file",
+    "check_writable_file",
+    "F32_MAX",
+    "I32_MIN",
+    "I32_MAX",
+]
+
+#: Largest finite float32 (values beyond it become ``inf`` in float32).
+F32_MAX = float(np.finfo(np.float32).max)
+#: The int32 range (JAX's default integer width).
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+ErrorType = type[PondError]
+
+
+def _fail(error: ErrorType, what: str, value: Any, limit: Any, where: str | None, fix: str | None) -> PondError:
+    return error(what, value=value, limit=limit, where=where, fix=fix)
+
+
+def _bounds_text(lo: Any, hi: Any, lo_open: bool = False, hi_open: bool = False) -> str:
+    if lo is not None and hi is not None:
+        left, right = ("(" if lo_open else "["), (")" if hi_open else "]")
+        return f"in {left}{lo}, {hi}{right}"
+    if lo is not None:
+        return f"{'>' if lo_open else '>='} {lo}"
+    if hi is not None:
+        return f"{'<' if hi_open else '<='} {hi}"
+    return ""
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def check_type(
+    value: Any,
+    name: str,
+    types: type | tuple[type, ...],
+    *,
+    where: str | None = None,
+    error: ErrorType = PondError,
+    fix: str | None = None,
+) -> Any:
+    """``value`` itself when it is an instance of ``types``; else an error naming both types.
+
+    Example:
+        >>> check_type("abc", "config", dict, where="config_from_specification")
+        Traceback (most recent call last):
+        ...
+        pondlib.errors.PondError: config_from_specification: config: got a str ('abc'), expected dict. Fix: pass a dict
+    """
+    if isinstance(value, types):
+        return value
+    names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+    shown = (
+        f"a {_type_name(value)} ({value!r})" if isinstance(value, (str, numbers.Number)) else f"a {_type_name(value)}"
+    )
+    raise _fail(error, name, shown, names, where, fix or f"pass a {names}")
+
+
+def _is_real_scalar(value: Any) -> bool:
+    return isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _scalar(value: Any) -> Any:
+    """A 0-d array or size-1 array as its element; anything else unchanged."""
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iuf":
+        return value.reshape(()).item()
+    if hasattr(value, "shape") and hasattr(value, "dtype") and getattr(value, "shape", None) == ():
+        try:
+            return np.asarray(value).item()
+        except (TypeError, ValueError):  # pragma: no cover - exotic array types
+            return value
+    return value
+
+
+def check_int(
+    value: Any,
+    name: str,
+    *,
+    lo: int | None = None,
+    hi: int | None = None,
+    where: str | None = None,
+    error: ErrorType = PondError,
+    fix: str | None = None,
+) -> int:
+    """``value`` as a Python ``int`` within ``[lo, hi]``.
+
+    Accepts ``int``, numpy integers and integral finite floats (``4.0``); refuses ``bool``, fractional
+    or non-finite floats, strings, complex and ``None``.
+    """
+    value = _scalar(value)
+    expect = "an integer" + (f" {_bounds_text(lo, hi)}" if (lo is not None or hi is not None) else "")
+    if not _is_real_scalar(value):
+        raise _fail(
+            error,
+            name,
+            value if value is None else f"a {_type_name(value)} ({value!r})",
+            expect,
+            where,
+            fix or "pass a whole number",
+        )
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value) or not float(value).is_integer():
+            raise _fail(error, name, value, expect, where, fix or "pass a whole number")
+        value = int(value)
+    value = int(value)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise _fail(error, name, value, expect, where, fix or f"pass an integer {_bounds_text(lo, hi)}")
+    return value
+
+
+def check_float(
+    value: Any,
+    name: str,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    where: str | None = None,
+    error: ErrorType = PondError,
+    fix: str | None = None,
+) -> float:
+    """``value`` as a finite Python ``float`` within the bounds (``lo_open``: strictly greater).
+
+    Refuses ``bool``, strings, complex, ``None``, NaN and infinities.
+    """
+    value = _scalar(value)
+    bounds = _bounds_text(lo, hi, lo_open, hi_open)
+    expect = "a finite number" + (f" {bounds}" if bounds else "")
+    default_fix = f"pass a finite number {bounds}".rstrip()
+    if not _is_real_scalar(value):
+        raise _fail(
+            error,
+            name,
+            value if value is None else f"a {_type_name(value)} ({value!r})",
+            expect,
+            where,
+            fix or default_fix,
+        )
+    value = float(value)
+    if not math.isfinite(value):
+        raise _fail(error, name, value, expect, where, fix or default_fix)
+    low_bad = lo is not None and (value <= lo if lo_open else value < lo)
+    high_bad = hi is not None and (value >= hi if hi_open else value > hi)
+    if low_bad or high_bad:
+        raise _fail(error, name, value, expect, where, fix or default_fix)
+    return value
+
+
+def check_bool(
+    value: Any, name: str, *, where: str | None = None, error: ErrorType = PondError, fix: str | None = None
+) -> bool:
+    """``value`` when it is a ``bool`` (or numpy bool); never a truthy string such as ``"False"``."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise _fail(error, name, f"a {_type_name(value)} ({value!r})", "True or False", where, fix or "pass True or False")
+
+
+def check_choice(
+    value: Any,
+    name: str,
+    choices: Iterable[Any],
+    *,
+    where: str | None = None,
+    error: ErrorType = PondError,
+    fix: str | None = None,
+) -> Any:
+    """``value`` when it is one of ``choices``."""
+    choices = tuple(choices)
+    try:
+        ok = value in choices
+    except (TypeError, ValueError):  # unhashable or array-valued
+        ok = False
+    if not ok:
+        raise _fail(error, name, value, f"one of {list(choices)}", where, fix or f"use one of {list(choices)}")
+    return value
+
+
+def as_array(
+    value: Any,
+    name: str,
+    *,
+    where: str | None = None,
+    error: ErrorType = PondError,
+    fix: str | None = None,
+    ndim: int | tuple[int, ...] | None = None,
+    allow_empty: bool = False,
+    float32: bool = False,
+    int32: bool = False,
+) -> np.ndarray:
+    """``value`` as a real numeric numpy array (bool, integer or float dtype), not copied when it is one.
+
+    Refuses ragged nesting, strings, ``None``, complex and object dtypes, the wrong number of dimensions
+    (``ndim``: one or several allowed), empty arrays (unless ``allow_empty``), non-finite floats,
+    floats beyond float32 (``float32=True``) and integers beyond int32 (``int32=True``).
+    """
+    if isinstance(value, (str, bytes)) or value is None:
+        raise _fail(error, name, f"a {_type_name(value)}", "a numeric array", where, fix or "pass a numeric array")
+    if hasattr(value, "__array__") and not isinstance(value, np.ndarray):
+        try:
+            value = np.asarray(value)
+        except (TypeError, ValueError) as err:
+            raise _fail(error, name, str(err), "a numeric array", where, fix or "pass a numeric array") from None
+    if not isinstance(value, np.ndarray):
+        try:
+            value = np.asarray(value)
+        except ValueError:
+            raise _fail(
+                error,
+                name,
+                "a ragged nested sequence",
+                "a rectangular array",
+                where,
+                fix or "give every row the same length (pad it), or pass a numpy array",
+            ) from None
+    kind = value.dtype.kind
+    if kind == "c":
+        raise _fail(
+            error,
+            name,
+            f"complex values (dtype {value.dtype})",
+            "real numbers",
+            where,
+            fix or "pass the real part explicitly (np.real) if that is what you mean",
+        )
+    if kind not in "biuf":
+        raise _fail(
+            error,
+            name,
+            f"dtype {value.dtype}",
+            "a numeric (bool, integer or float) array",
+            where,
+            fix or "convert the data to numbers first",
+        )
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if value.ndim not in allowed:
+            raise _fail(
+                error,
+                f"{name} rank",
+                f"{value.ndim}-d array of shape {value.shape}",
+                " or ".join(f"{d}-d" for d in allowed),
+                where,
+                fix or "reshape the array",
+            )
+    if value.size == 0 and not allow_empty:
+        raise _fail(
+            error,
+            name,
+            f"an empty array of shape {value.shape}",
+            "at least one element",
+            where,
+            fix or "pass a non-empty array",
+        )
+    if kind == "f" and value.size:
+        finite = np.isfinite(value)
+        if not finite.all():
+            idx = tuple(int(i) for i in np.argwhere(~finite)[0])
+            raise _fail(
+                error,
+                name,
+                f"{value[idx]} at index {idx}",
+                "finite values",
+                where,
+                fix or "remove NaN and infinite values",
+            )
+        if float32 and value.dtype.itemsize > 4:
+            big = np.abs(value) > F32_MAX
+            if big.any():
+                idx = tuple(int(i) for i in np.argwhere(big)[0])
+                raise _fail(
+                    error,
+                    name,
+                    f"{value[idx]} at index {idx}",
+                    f"|values| <= {F32_MAX:.4g} (float32)",
+                    where,
+                    fix or "scale the values into float32 range",
+                )
+    if int32 and kind in "iu" and value.size and value.dtype.itemsize > 4:
+        lo, hi = int(value.min()), int(value.max())
+        if lo < I32_MIN or hi > I32_MAX:
+            raise _fail(
+                error,
+                name,
+                f"values in [{lo}, {hi}]",
+                f"int32 values in [{I32_MIN}, {I32_MAX}]",
+                where,
+                fix or "scale the values into int32 range",
+            )
+    return value
+
+
+def as_float_array(
+    value: Any,
+    name: str,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    dtype: Any = np.float64,
+    **kwargs: Any,
+) -> np.ndarray:
+    """:func:`as_array`, checked against ``[lo, hi]``, then cast to ``dtype`` (float64 by default)."""
+    arr = as_array(value, name, **kwargs)
+    if arr.size and (lo is not None or hi is not None):
+        bad = np.zeros(arr.shape, dtype=bool)
+        if lo is not None:
+            bad |= arr < lo
+        if hi is not None:
+            bad |= arr > hi
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise _fail(
+                kwargs.get("error", PondError),
+                f"{name}: values out of range",
+                f"{arr[idx]} at index {idx}",
+                f"values {_bounds_text(lo, hi)}",
+                kwargs.get("where"),
+                kwargs.get("fix") or f"keep every value {_bounds_text(lo, hi)}",
+            )
+    return arr.astype(dtype, copy=False)
+
+
+def as_int_array(
+    value: Any,
+    name: str,
+    *,
+    lo: int | None = None,
+    hi: int | None = None,
+    dtype: Any = np.int64,
+    **kwargs: Any,
+) -> np.ndarray:
+    """:func:`as_array` holding whole numbers within ``[lo, hi]``, cast to ``dtype`` only after the check.
+
+    Floats must be integral (``3.0``; never rounded here); booleans count as 0/1.
+    """
+    arr = as_array(value, name, **kwargs)
+    error, where = kwargs.get("error", PondError), kwargs.get("where")
+    if arr.dtype.kind == "f" and arr.size:
+        frac = arr != np.round(arr)
+        if frac.any():
+            idx = tuple(int(i) for i in np.argwhere(frac)[0])
+            raise _fail(
+                error,
+                f"{name}: non-integer values",
+                f"{arr[idx]} at index {idx}",
+                "whole numbers",
+                where,
+                kwargs.get("fix") or "round or quantize the values first",
+            )
+    info = np.iinfo(dtype)
+    lo_eff = info.min if lo is None else max(lo, info.min)
+    hi_eff = info.max if hi is None else min(hi, info.max)
+    if arr.size:
+        bad = (arr < lo_eff) | (arr > hi_eff)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            shown = arr[idx].item()
+            if isinstance(shown, float) and shown.is_integer():
+                shown = int(shown)
+            raise _fail(
+                error,
+                f"{name}: values out of range",
+                f"{shown} at index {idx}",
+                f"integers in [{lo_eff}, {hi_eff}]",
+                where,
+                kwargs.get("fix") or f"keep every value within [{lo_eff}, {hi_eff}]",
+            )
+    return arr.astype(dtype, copy=False)
+
+
+def check_shape(
+    arr: np.ndarray,
+    name: str,
+    shape: tuple[int | None, ...],
+    *,
+    where: str | None = None,
+    error: ErrorType = PondError,
+    fix: str | None = None,
+) -> np.ndarray:
+    """``arr`` when its shape matches ``shape`` (``None`` matches any size on that axis)."""
+    ok = arr.ndim == len(shape) and all(s is None or s == a for s, a in zip(shape, arr.shape))
+    if not ok:
+        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+        raise _fail(error, f"{name} shape", tuple(arr.shape), want, where, fix or f"pass an array of shape {want}")
+    return arr
+
+
+def saturating_cast(values: Any, dtype: Any) -> np.ndarray:
+    """Round half to even and clip to ``dtype``'s range *before* casting, so nothing wraps.
+
+    ``+1e30`` becomes the largest value, never a wrapped negative one; NaN is refused (it has no integer).
+    """
+    arr = np.asarray(values)
+    info = np.iinfo(dtype)
+    if arr.dtype.kind == "f":
+        if np.isnan(arr).any():
+            raise PondError("saturating cast", value="NaN", limit="numbers", fix="remove NaN values first")
+        arr = np.clip(np.rint(arr), info.min, info.max)
+    elif arr.dtype.kind in "iub":
+        arr = np.clip(
+            arr.astype(np.int64) if arr.dtype.kind == "u" and arr.dtype.itemsize < 8 else arr, info.min, info.max
+        )
+    else:
+        raise PondError("saturating cast", value=f"dtype {arr.dtype}", limit="a numeric array")
+    return arr.astype(dtype)
+
+
+def check_readable_file(
+    path: Any, name: str = "file", *, error: ErrorType = PondError, suffix: str | None = None
+) -> Path:
+    """``path`` as a :class:`~pathlib.Path` to an existing regular file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise _fail(error, name, f"a {_type_name(path)}", "a path (str or os.PathLike)", None, "pass a file path")
+    p = Path(path)
+    if not p.exists():
+        raise _fail(
+            error,
+            f"{name} not found",
+            str(p),
+            f"an existing {suffix or ''} file".replace("  ", " "),
+            str(p),
+            "check the path",
+        )
+    if not p.is_file():
+        raise _fail(error, f"{name} is not a regular file", str(p), "a file", str(p), "pass the path of a file")
+    return p
+
+
+def check_writable_file(path: Any, name: str = "file", *, error: ErrorType = PondError) -> Path:
+    """``path`` as a :class:`~pathlib.Path` that can be written: not a directory, parent directory exists."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise _fail(error, name, f"a {_type_name(path)}", "a path (str or os.PathLike)", None, "pass a file path")
+    p = Path(path)
+    if p.is_dir():
+        raise _fail(
+            error,
+            f"{name} is a directory",
+            str(p),
+            "a file path",
+            str(p),
+            "name a file inside the directory, e.g. DIR/network.pond",
+        )
+    if not p.parent.exists():
+        raise _fail(
+            error,
+            f"{name}: directory does not exist",
+            str(p.parent),
+            "an existing directory",
+            str(p),
+            "create the directory first",
+        )
+    return p
