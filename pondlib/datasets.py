@@ -41,12 +41,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from pondlib.errors import PondError
+from pondlib.validate import as_float_array, check_float, check_int, check_shape
 
 __all__ = ["EventDataset", "load_digits_events", "encode_digits"]
 
 _SCAN_STEPS = 8  # an 8 x 8 image is scanned in 8 steps
 _MAX_COUNT = 15  # Xylo input counter: at most 15 events per channel per step
 _MAX_INTENSITY = 16  # scikit-learn digits pixels are 0..16
+_MAX_STEPS = 10**6  # more steps than this is a mistake (and N x T x 16 int32 would not fit)
 
 
 @dataclass(frozen=True)
@@ -95,37 +97,34 @@ def encode_digits(images: np.ndarray, T: int = 12) -> np.ndarray:
     Returns:
         (N, T, 16) int32 counts in 0..15.
 
+    Raises:
+        PondError: ``images`` not a non-empty real (N, 8, 8) array of finite intensities in 0..16 (NaN,
+            complex, strings, ragged lists are refused), or ``T`` not a whole number in 8..10^6.
+
     Example:
         >>> img = np.zeros((1, 8, 8)); img[0, 2, 5] = 16
         >>> x = encode_digits(img, T=9)
         >>> x.shape, int(x[0, 2, 5]), int(x[0, 5, 8 + 2]), int(x.sum())
         ((1, 9, 16), 15, 15, 30)
     """
-    images = np.asarray(images)
-    if images.ndim != 3 or images.shape[1:] != (8, 8):
-        raise PondError(
-            "digit images shape",
-            value=tuple(images.shape),
-            limit="(N, 8, 8)",
-            where="encode_digits",
-            fix="pass images of 8 x 8 pixels",
-        )
-    if not isinstance(T, (int, np.integer)) or T < _SCAN_STEPS:
-        raise PondError(
-            "number of steps T",
-            value=T,
-            limit=f"an int >= {_SCAN_STEPS}",
-            where="encode_digits",
-            fix=f"use T >= {_SCAN_STEPS} (one step per row)",
-        )
-    if not np.all(np.isfinite(images)) or images.min() < 0 or images.max() > _MAX_INTENSITY:
-        raise PondError(
-            "digit intensities",
-            value=(float(np.nanmin(images)), float(np.nanmax(images))),
-            limit=f"finite values in 0..{_MAX_INTENSITY}",
-            where="encode_digits",
-            fix="pass scikit-learn digits images (load_digits().images)",
-        )
+    where = "encode_digits"
+    T = check_int(
+        T,
+        "number of steps T",
+        lo=_SCAN_STEPS,
+        hi=_MAX_STEPS,
+        where=where,
+        fix=f"use T >= {_SCAN_STEPS} (one step per row)",
+    )
+    arr = as_float_array(
+        images,
+        "digit intensities",
+        lo=0.0,
+        hi=float(_MAX_INTENSITY),
+        where=where,
+        fix="pass scikit-learn digits images (load_digits().images)",
+    )
+    images = check_shape(arr, "digit images", (None, 8, 8), where=where, fix="pass images of 8 x 8 pixels")
     counts = np.rint(images * (_MAX_COUNT / _MAX_INTENSITY)).astype(np.int32)
     x = np.zeros((images.shape[0], int(T), 16), dtype=np.int32)
     x[:, :_SCAN_STEPS, :8] = counts  # step t: row t
@@ -157,15 +156,24 @@ def load_digits_events(*, T: int = 12, seed: int = 0, test_fraction: float = 0.2
 
     Returns:
         An :class:`EventDataset` (x arrays (N, T, 16) int32 in 0..15; 1797 samples in all).
+
+    Raises:
+        PondError: ``T`` not a whole number in 8..10^6, ``seed`` not a whole number >= 0, or
+            ``test_fraction`` not a finite number in (0, 1) that leaves samples in both splits.
     """
-    if not (isinstance(test_fraction, (int, float)) and 0.0 < test_fraction < 1.0):
-        raise PondError(
-            "test_fraction",
-            value=test_fraction,
-            limit="a number in (0, 1)",
-            where="load_digits_events",
-            fix="pass e.g. test_fraction=0.25",
-        )
+    where = "load_digits_events"
+    T = check_int(T, "number of steps T", lo=_SCAN_STEPS, hi=_MAX_STEPS, where=where, fix=f"use T >= {_SCAN_STEPS}")
+    seed = check_int(seed, "seed", lo=0, where=where, fix="pass a whole number >= 0, e.g. seed=0")
+    test_fraction = check_float(
+        test_fraction,
+        "test_fraction",
+        lo=0.0,
+        hi=1.0,
+        lo_open=True,
+        hi_open=True,
+        where=where,
+        fix="pass e.g. test_fraction=0.25",
+    )
     try:
         from sklearn.datasets import load_digits
     except ImportError as exc:  # pragma: no cover - scikit-learn is a dependency
@@ -173,7 +181,15 @@ def load_digits_events(*, T: int = 12, seed: int = 0, test_fraction: float = 0.2
     digits = load_digits()
     x = encode_digits(digits.images, T)
     y = np.asarray(digits.target, dtype=np.int64)
-    tr, te = _stratified_split(y, float(test_fraction), int(seed))
+    tr, te = _stratified_split(y, test_fraction, seed)
+    if len(tr) == 0 or len(te) == 0:
+        raise PondError(
+            "test_fraction",
+            value=test_fraction,
+            limit="a fraction leaving samples in both the train and the test split",
+            where=where,
+            fix="pass a fraction between about 0.01 and 0.99",
+        )
     description = (
         f"scikit-learn digits (8x8, intensities 0..16, 10 classes), {len(y)} samples; "
         f"row/column scan into 16 channels: step t<8 carries row t (channels 0-7) and column t "

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.errors import PondError
+from pondlib.validate import as_float_array, as_int_array, check_choice, check_float, check_int, check_type
 
 __all__ = ["raster", "traces", "compare", "rasters", "accuracy_bars"]
 
@@ -48,28 +49,31 @@ def _figure_and_axes(ax: Any) -> tuple[Any, Any]:
     return ax.figure, ax
 
 
-def _as_2d(values: Any, name: str, where: str) -> np.ndarray:
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise PondError(
-            f"{name} is not numeric",
-            value=type(values).__name__,
-            limit="a numeric array",
-            where=where,
-            fix="pass a (T,) or (T, N) array",
-        ) from None
+def _as_2d(values: Any, name: str, where: str, *, lo: float | None = None) -> np.ndarray:
+    """``values`` as a finite float (T, N) array (a (T,) array becomes (T, 1)); T, N >= 1."""
+    arr = as_float_array(
+        values,
+        name,
+        lo=lo,
+        where=where,
+        allow_empty=True,
+        fix="values that are not numeric or not finite cannot be drawn: pass a (T,) or (T, N) array",
+    )
     if arr.ndim == 1:
         arr = arr[:, None]
-    if arr.ndim != 2 or arr.shape[0] == 0:
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise PondError(
             f"{name} shape",
-            value=tuple(arr.shape),
-            limit="(T,) or (T, N) with T >= 1",
+            value=tuple(np.shape(values)),
+            limit="(T,) or (T, N) with T, N >= 1",
             where=where,
             fix="pass one sample, time first (index a batch with x[0])",
         )
     return arr
+
+
+def _text(value: Any, name: str, where: str) -> str:
+    return check_type(value, name, str, where=where)
 
 
 def _integer_ticks(colorbar: Any) -> None:
@@ -83,14 +87,9 @@ def _integer_ticks(colorbar: Any) -> None:
 def _time(T: int, dt: float | None) -> tuple[np.ndarray, str]:
     if dt is None:
         return np.arange(T), "time (steps)"
-    if not (isinstance(dt, (int, float)) and dt > 0):
-        raise PondError(
-            "dt",
-            value=dt,
-            limit="a positive number of seconds, or None for steps",
-            where="pondlib.plot",
-            fix="pass dt=1e-3 for 1 ms steps",
-        )
+    dt = check_float(
+        dt, "dt", lo=0.0, lo_open=True, where="pondlib.plot", fix="pass dt=1e-3 for 1 ms steps, or None for steps"
+    )
     return np.arange(T) * dt * 1e3, "time (ms)"
 
 
@@ -116,10 +115,17 @@ def raster(
     Multi-spike counts (Xylo hidden neurons fire up to 31 per step) are coloured by count, with a
     colorbar; binary rasters get a legend entry instead.
 
+    Raises:
+        PondError: ``spikes`` not a finite real (T,) or (T, N) array of counts >= 0 with T, N >= 1 (NaN,
+            negative counts, strings, ragged lists); ``dt`` not a finite number > 0 or None; text
+            arguments that are not strings.
+
     Returns:
         The :class:`~matplotlib.figure.Figure`.
     """
-    s = _as_2d(spikes, "spikes", "raster")
+    s = _as_2d(spikes, "spikes", "raster", lo=0.0)
+    for key, val in (("title", title), ("ylabel", ylabel), ("count_label", count_label)):
+        _text(val, key, "raster")
     t, xlabel = _time(s.shape[0], dt)
     fig, ax = _figure_and_axes(ax)
     ti, ni = np.nonzero(s > 0)
@@ -168,36 +174,54 @@ def traces(
         max_traces: most columns plotted when ``neurons`` is None.
         x, xlabel: other x values (T,) and their label (e.g. epochs) instead of the time axis.
 
+    Raises:
+        PondError: ``values`` not a finite real (T,) or (T, N) array (T, N >= 1); ``neurons`` not
+            whole-number column indices in ``0..N-1``; ``max_traces`` < 1; ``labels`` not one string per
+            plotted neuron; ``x`` not T finite numbers; ``dt`` not > 0; text arguments not strings.
+
     Returns:
         The :class:`~matplotlib.figure.Figure`.
     """
-    v = _as_2d(values, "values", "traces")
+    where = "traces"
+    v = _as_2d(values, "values", where)
     t, time_label = _time(v.shape[0], dt)
+    for key, val in (("title", title), ("ylabel", ylabel)):
+        _text(val, key, where)
+    if xlabel is not None:
+        _text(xlabel, "xlabel", where)
     if x is not None:
-        t = np.asarray(x, dtype=float)
+        t = as_float_array(x, "x values", where=where, allow_empty=True, fix="pass one finite x value per row")
         if t.shape != (v.shape[0],):
             raise PondError(
                 "x values",
                 value=tuple(t.shape),
                 limit=(v.shape[0],),
-                where="traces",
+                where=where,
                 fix="pass one x value per row of values",
             )
     xlabel = xlabel or time_label
-    idx = list(range(min(v.shape[1], max_traces))) if neurons is None else [int(i) for i in neurons]
-    bad = [i for i in idx if not 0 <= i < v.shape[1]]
-    if bad:
-        raise PondError(
-            "neuron index", value=bad, limit=f"0..{v.shape[1] - 1}", where="traces", fix="pick existing columns"
-        )
-    if labels is not None and len(labels) != len(idx):
-        raise PondError(
-            "number of labels",
-            value=len(labels),
-            limit=len(idx),
-            where="traces",
-            fix="pass one label per plotted neuron",
-        )
+    if neurons is None:
+        max_traces = check_int(max_traces, "max_traces", lo=1, where=where, fix="pass max_traces >= 1")
+        idx = list(range(min(v.shape[1], max_traces)))
+    else:
+        idx = as_int_array(
+            neurons, "neuron index", lo=0, hi=v.shape[1] - 1, ndim=1, where=where, fix="pick existing columns"
+        ).tolist()
+    if labels is not None:
+        if isinstance(labels, str) or not isinstance(labels, Sequence):
+            raise PondError(
+                "labels", value=repr(labels)[:60], limit="a list of strings", where=where, fix="pass labels=['a', 'b']"
+            )
+        if len(labels) != len(idx):
+            raise PondError(
+                "number of labels",
+                value=len(labels),
+                limit=len(idx),
+                where=where,
+                fix="pass one label per plotted neuron",
+            )
+        for j, label in enumerate(labels):
+            _text(label, f"labels[{j}]", where)
     fig, ax = _figure_and_axes(ax)
     for j, i in enumerate(idx):
         ax.plot(t, v[:, i], lw=1.2, label=labels[j] if labels is not None else f"neuron {i}")
@@ -237,6 +261,10 @@ def compare(
         ylabel: neuron-axis label (``kind="image"``).
         neurons, max_traces: which neurons to draw for ``kind="lines"``.
 
+    Raises:
+        PondError: either array not a finite real (T,) or (T, N) array, different N, an unknown ``kind``,
+            ``dt`` not > 0, bad ``neurons``/``max_traces`` (as :func:`traces`), text not strings.
+
     Returns:
         The :class:`~matplotlib.figure.Figure` (two axes plus colorbars).
 
@@ -246,14 +274,16 @@ def compare(
         >>> [ax.get_title() for ax in fig.axes[:2]]
         ['float model', 'device']
     """
-    if kind not in ("image", "lines"):
-        raise PondError(
-            "compare kind",
-            value=kind,
-            limit=["image", "lines"],
-            where="compare",
-            fix="pass kind='image' or kind='lines'",
-        )
+    check_choice(kind, "compare kind", ("image", "lines"), where="compare", fix="pass kind='image' or kind='lines'")
+    for key, val in (
+        ("title", title),
+        ("float_label", float_label),
+        ("device_label", device_label),
+        ("float_unit", float_unit),
+        ("device_unit", device_unit),
+        ("ylabel", ylabel),
+    ):
+        _text(val, key, "compare")
     fv = _as_2d(float_values, "float_values", "compare")
     dv = _as_2d(device_values, "device_values", "compare")
     if fv.shape[1] != dv.shape[1]:
@@ -309,6 +339,10 @@ def rasters(
         ylabel: neuron-axis label (shown on the first panel).
         count_label: colorbar label for multi-spike counts.
 
+    Raises:
+        PondError: ``panels`` not a non-empty dict of string titles -> spike counts (as :func:`raster`),
+            panels with different N, ``dt`` not > 0, text not strings.
+
     Returns:
         The :class:`~matplotlib.figure.Figure` (one axes per panel, plus colorbars where counts exceed 1).
 
@@ -318,11 +352,23 @@ def rasters(
         >>> [ax.get_title() for ax in fig.axes[:2]]
         ['float\\n1 spike', 'chip\\n1 spike']
     """
+    if not isinstance(panels, Mapping):
+        raise PondError(
+            "panels",
+            value=f"a {type(panels).__name__}",
+            limit="a dict of title -> (T, N) spikes",
+            where="rasters",
+            fix="pass a dict of title -> (T, N) spikes",
+        )
     if not panels:
         raise PondError(
             "no panels", value=0, limit=">= 1", where="rasters", fix="pass a dict of title -> (T, N) spikes"
         )
-    arrays = {k: _as_2d(v, f"panels[{k!r}]", "rasters") for k, v in panels.items()}
+    for key in panels:
+        _text(key, "panel title", "rasters")
+    for key, val in (("title", title), ("ylabel", ylabel), ("count_label", count_label)):
+        _text(val, key, "rasters")
+    arrays = {k: _as_2d(v, f"panels[{k!r}]", "rasters", lo=0.0) for k, v in panels.items()}
     widths = {a.shape[1] for a in arrays.values()}
     if len(widths) != 1:
         raise PondError(
@@ -371,6 +417,11 @@ def accuracy_bars(
         chance: the chance level (0..1), drawn as a dashed line when given.
         order: the order of the bar labels within a group and in the legend (default: first seen).
 
+    Raises:
+        PondError: ``results`` not a non-empty dict of string groups -> {string label: accuracy}, an
+            accuracy or ``chance`` not a finite number in 0..1, ``order`` not a list of strings, text not
+            strings. A group without bars is allowed (an empty slot on the axis).
+
     Returns:
         The :class:`~matplotlib.figure.Figure` (legend outside the axes, on the right).
 
@@ -380,14 +431,42 @@ def accuracy_bars(
         >>> [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
         ['float', 'device', 'chance (10%)']
     """
-    if not results:
+    where = "accuracy_bars"
+    if not isinstance(results, Mapping) or not results:
         raise PondError(
-            "no results",
-            value=0,
+            "no results" if isinstance(results, Mapping) else "results",
+            value=0 if isinstance(results, Mapping) else f"a {type(results).__name__}",
             limit=">= 1 group",
-            where="accuracy_bars",
+            where=where,
             fix="pass a dict of device -> {label: accuracy}",
         )
+    checked: dict[str, dict[str, float]] = {}
+    for group, bars in results.items():
+        _text(group, "group name", where)
+        if not isinstance(bars, Mapping):
+            raise PondError(
+                f"results[{group!r}]",
+                value=f"a {type(bars).__name__}",
+                limit="a dict of label -> accuracy",
+                where=where,
+                fix="pass {label: accuracy in 0..1}",
+            )
+        checked[group] = {}
+        for label, acc in bars.items():
+            _text(label, f"results[{group!r}] label", where)
+            checked[group][label] = check_float(
+                acc, f"results[{group!r}][{label!r}]", lo=0.0, hi=1.0, where=where, fix="pass accuracies in 0..1"
+            )
+    results = checked
+    if chance is not None:
+        chance = check_float(chance, "chance", lo=0.0, hi=1.0, where=where, fix="pass the chance level in 0..1")
+    if order is not None:
+        if isinstance(order, str) or not isinstance(order, Sequence):
+            raise PondError("order", value=repr(order)[:60], limit="a list of bar labels", where=where)
+        for j, label in enumerate(order):
+            _text(label, f"order[{j}]", where)
+    for key, val in (("title", title), ("ylabel", ylabel)):
+        _text(val, key, where)
     labels: list[str] = list(order) if order is not None else []
     for bars in results.values():
         labels += [k for k in bars if k not in labels]

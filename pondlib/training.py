@@ -52,6 +52,7 @@ import numpy as np
 import optax
 
 from pondlib.errors import PondError
+from pondlib.validate import as_array, as_int_array, check_bool, check_float, check_int, check_type
 
 __all__ = [
     "mse",
@@ -131,6 +132,8 @@ def firing_rate_regularizer(
         keys: the record keys to regularise (default: every key ending in ``spikes``).
         upper_only: penalise only rates above ``target``.
 
+    ``target`` and ``weight`` (when not traced) must be finite numbers >= 0, else a PondError names them.
+
     Returns:
         ``weight * sum over keys of mean over neurons of (rate - target)^2`` (a scalar).
 
@@ -139,6 +142,12 @@ def firing_rate_regularizer(
         >>> float(firing_rate_regularizer(rec, 0.5, weight=2.0))    # 2 * (1 - 0.5)^2
         0.5
     """
+    where = "firing_rate_regularizer"
+    if not isinstance(target, jax.core.Tracer):
+        target = check_float(target, "target", lo=0.0, where=where, fix="pass a rate in spikes per step >= 0")
+    if not isinstance(weight, jax.core.Tracer):
+        weight = check_float(weight, "weight", lo=0.0, where=where, fix="pass a finite weight >= 0")
+    check_type(record, "record", dict, where=where, fix="pass the record dict of a run with record=True")
     names = [k for k in record if k.endswith("spikes")] if keys is None else list(keys)
     missing = [k for k in names if k not in record]
     if missing or not names:
@@ -223,21 +232,90 @@ def get_loss(loss: str | LossFn) -> LossFn:
 
 
 # -- readout and evaluation ------------------------------------------------------------------------
+def _check_net(net: Any, where: str) -> tuple[int, int]:
+    """``(size_in, size_out)`` of a pondlib.nn network; a PondError for anything else."""
+    size_in, size_out = getattr(net, "size_in", None), getattr(net, "size_out", None)
+    if not isinstance(net, eqx.Module) or size_in is None or size_out is None:
+        raise PondError(
+            "net",
+            value=f"a {type(net).__name__}",
+            limit="a pondlib.nn network (an equinox module with size_in and size_out)",
+            where=where,
+            fix="pass a network built from pondlib.nn modules",
+        )
+    return int(size_in), int(size_out)
+
+
+def _check_x(x: Any, where: str, size_in: int | None = None) -> np.ndarray:
+    """Inputs (N, T, C) as a finite real array: no NaN/inf, complex, strings, ragged rows or empty axes."""
+    arr = as_array(x, "input x", where=where, float32=True, fix="pass finite real event counts of shape (N, T, C)")
+    if arr.ndim != 3:
+        raise PondError(
+            "input shape",
+            value=tuple(arr.shape),
+            limit="(N, T, C)",
+            where=where,
+            fix="pass a batch of samples, time steps and channels",
+        )
+    if size_in is not None and arr.shape[2] != size_in:
+        raise PondError(
+            "input channels",
+            value=f"{arr.shape[2]} (x of shape {arr.shape})",
+            limit=f"{size_in} (the network's size_in)",
+            where=where,
+            fix="pass one column per input channel of the network",
+        )
+    return arr
+
+
+def _check_labels(y: Any, n: int, where: str, n_classes: int | None = None) -> np.ndarray:
+    """Labels (n,) of an integer dtype in ``0..n_classes-1`` (floats, even 1.0, and booleans are refused)."""
+    arr = as_array(y, "labels", where=where, allow_empty=True, fix="pass one integer class label per sample")
+    if arr.ndim != 1 or arr.shape[0] != n or arr.dtype.kind not in "iu":
+        raise PondError(
+            "labels",
+            value=f"shape {arr.shape}, dtype {arr.dtype}",
+            limit=f"integers of shape ({n},)",
+            where=where,
+            fix="pass one integer class label per sample (e.g. y.astype(int))",
+        )
+    hi = None if n_classes is None else n_classes - 1
+    return as_int_array(
+        arr,
+        "labels",
+        lo=0,
+        hi=hi,
+        where=where,
+        allow_empty=True,
+        fix="labels are class indices 0..C-1, one per output neuron",
+    )
+
+
 def readout_counts(output: Any) -> np.ndarray:
-    """Spike counts per class over the run: (B, T, C) -> (B, C) (works for float and chip output)."""
-    return np.asarray(output).sum(axis=1)
+    """Spike counts per class over the run: (B, T, C) -> (B, C) (works for float and chip output).
+
+    Raises:
+        PondError: ``output`` not a finite real (B, T, C) array.
+    """
+    out = as_array(output, "output", where="readout_counts", ndim=3, fix="pass the network output (B, T, C)")
+    return out.sum(axis=1)
 
 
 def accuracy(output: Any, labels: Any) -> float:
     """Fraction of samples whose most-spiking output neuron is the label ((B, T, C), (B,)).
+
+    Raises:
+        PondError: ``output`` not a finite real (B, T, C) array; labels not B integers in ``0..C-1``.
 
     Example:
         >>> out = np.zeros((2, 3, 2)); out[0, :, 1] = 1; out[1, 0, 1] = 1
         >>> accuracy(out, np.array([1, 0]))
         0.5
     """
-    pred = np.argmax(readout_counts(output), axis=-1)
-    return float(np.mean(pred == np.asarray(labels)))
+    counts = readout_counts(output)
+    y = _check_labels(labels, counts.shape[0], "accuracy", counts.shape[1])
+    pred = np.argmax(counts, axis=-1)
+    return float(np.mean(pred == y))
 
 
 @jax.jit
@@ -246,44 +324,38 @@ def _counts(net: Any, x: jax.Array) -> jax.Array:
     return jnp.sum(out, axis=1)
 
 
-def _check_xy(x: Any, y: Any, where: str) -> tuple[np.ndarray, np.ndarray]:
-    x = np.asarray(x)
-    y = np.asarray(y)
-    if x.ndim != 3:
-        raise PondError(
-            "input shape",
-            value=tuple(x.shape),
-            limit="(N, T, C)",
-            where=where,
-            fix="pass a batch of samples, time steps and channels",
-        )
-    if y.shape != (x.shape[0],) or y.dtype.kind not in "iu":
-        raise PondError(
-            "labels",
-            value=f"shape {y.shape}, dtype {y.dtype}",
-            limit=f"integers of shape ({x.shape[0]},)",
-            where=where,
-            fix="pass one integer class label per sample",
-        )
-    return x, y
+def _check_xy(x: Any, y: Any, where: str, net: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    size_in, size_out = _check_net(net, where) if net is not None else (None, None)
+    x = _check_x(x, where, size_in)
+    return x, _check_labels(y, x.shape[0], where, size_out)
+
+
+def _batch_size(batch_size: Any, where: str, hi: int | None = None) -> int:
+    return check_int(
+        batch_size,
+        "batch_size",
+        lo=1,
+        hi=hi,
+        where=where,
+        fix=f"pass a whole number of samples per batch{f' in 1..{hi}' if hi else ''}",
+    )
 
 
 def predict(net: Any, x: Any, *, batch_size: int = 256) -> np.ndarray:
     """Predicted classes (N,) of a float network for inputs (N, T, C), in batches of ``batch_size``.
 
-    The last batch is zero-padded so that every batch has the same shape (one compilation).
+    The last batch is zero-padded so that every batch has the same shape (one compilation). A
+    ``batch_size`` above N is allowed and runs one batch of N.
+
+    Raises:
+        PondError: ``net`` not a pondlib.nn network; ``x`` not a finite real (N, T, C) array with N, T >= 1
+            and ``C == net.size_in`` (NaN, inf, complex, strings, ragged lists, empty batches are
+            refused); ``batch_size`` not a whole number >= 1.
     """
-    x = np.asarray(x, dtype=np.float32)
-    if x.ndim != 3:
-        raise PondError(
-            "input shape",
-            value=tuple(x.shape),
-            limit="(N, T, C)",
-            where="predict",
-            fix="pass a batch of samples, time steps and channels",
-        )
+    size_in, _ = _check_net(net, "predict")
+    x = _check_x(x, "predict", size_in).astype(np.float32)
     n = x.shape[0]
-    bs = max(1, min(int(batch_size), n))
+    bs = min(_batch_size(batch_size, "predict"), n)
     preds = []
     for start in range(0, n, bs):
         xb = x[start : start + bs]
@@ -297,6 +369,10 @@ def predict(net: Any, x: Any, *, batch_size: int = 256) -> np.ndarray:
 def evaluate(net: Any, x: Any, y: Any, *, batch_size: int = 256) -> float:
     """Accuracy (0..1) of a float network on inputs (N, T, C) and labels (N,) (batched).
 
+    Raises:
+        PondError: as :func:`predict`, and labels that are not N integers (an integer dtype) in
+            ``0..net.size_out - 1``.
+
     Example:
         >>> from pondlib import nn
         >>> net = nn.Sequential(nn.Linear(2, 2, weight=jnp.eye(2)), nn.LIF(2))
@@ -304,7 +380,7 @@ def evaluate(net: Any, x: Any, y: Any, *, batch_size: int = 256) -> float:
         >>> evaluate(net, x, np.array([0, 1]))
         1.0
     """
-    x, y = _check_xy(x, y, "evaluate")
+    x, y = _check_xy(x, y, "evaluate", net)
     return float(np.mean(predict(net, x, batch_size=batch_size) == y))
 
 
@@ -381,11 +457,11 @@ def make_train_step(
 DEFAULT_OPTIMIZER = optax.adam(1e-3)
 
 
-def _as_xy(data: Any) -> tuple[np.ndarray, np.ndarray]:
+def _as_xy(data: Any, net: Any) -> tuple[np.ndarray, np.ndarray]:
     if hasattr(data, "x_train") and hasattr(data, "y_train"):
-        return _check_xy(data.x_train, data.y_train, "fit")
+        return _check_xy(data.x_train, data.y_train, "fit", net)
     if isinstance(data, (tuple, list)) and len(data) == 2:
-        return _check_xy(data[0], data[1], "fit")
+        return _check_xy(data[0], data[1], "fit", net)
     raise PondError(
         "training data",
         value=type(data).__name__,
@@ -393,6 +469,24 @@ def _as_xy(data: Any) -> tuple[np.ndarray, np.ndarray]:
         where="fit",
         fix="pass load_digits_events(...) or (x, y)",
     )
+
+
+def _check_key(key: Any) -> jax.Array:
+    if key is None:
+        return jax.random.PRNGKey(0)
+    try:
+        if isinstance(key, (str, bytes, bool)) or not hasattr(key, "shape"):
+            raise TypeError
+        jax.random.split(key)
+    except (TypeError, ValueError):
+        raise PondError(
+            "key",
+            value=f"a {type(key).__name__}",
+            limit="a jax.random key (jax.random.PRNGKey(seed) or jax.random.key(seed))",
+            where="fit",
+            fix="pass key=jax.random.PRNGKey(0)",
+        ) from None
+    return key
 
 
 def fit(
@@ -430,25 +524,46 @@ def fit(
         training loss and accuracy of each epoch.
 
     Raises:
-        PondError: bad data, loss, epochs or batch size, or a loss that becomes NaN.
+        PondError: naming the argument, for: ``net`` not a pondlib.nn network; ``x`` not a finite real
+            (N, T, C) array with ``C == net.size_in`` (NaN, inf, complex, strings, ragged lists, empty
+            batches); labels that are not N integers of an integer dtype in ``0..net.size_out - 1``
+            (fractional, negative or too large; float labels such as ``1.0`` are refused too); ``epochs``
+            not a whole number in 1..10^6; ``batch_size`` not a whole number in 1..N; an unknown loss;
+            an ``optimizer`` that is not an optax transformation (the learning rate is the optimizer's:
+            ``optax.adam(lr)``); a ``key`` that is not a jax.random key; ``frozen`` not a sequence of
+            names; a non-bool ``progress``; or a training loss that becomes NaN or infinite.
     """
-    x, y = _as_xy(data)
-    if not isinstance(epochs, (int, np.integer)) or epochs < 1:
-        raise PondError("epochs", value=epochs, limit="an int >= 1", where="fit", fix="pass epochs=10")
+    _check_net(net, "fit")
+    x, y = _as_xy(data, net)
+    epochs = check_int(epochs, "epochs", lo=1, hi=10**6, where="fit", fix="pass e.g. epochs=10")
     n = x.shape[0]
-    if not isinstance(batch_size, (int, np.integer)) or not 1 <= batch_size <= n:
+    batch_size = _batch_size(batch_size, "fit", n)
+    loss_fn = get_loss(loss)
+    if optimizer is None:
+        optimizer = DEFAULT_OPTIMIZER
+    elif not (callable(getattr(optimizer, "init", None)) and callable(getattr(optimizer, "update", None))):
         raise PondError(
-            "batch_size",
-            value=batch_size,
-            limit=f"an int in 1..{n} (the sample count)",
+            "optimizer",
+            value=f"a {type(optimizer).__name__}",
+            limit="an optax.GradientTransformation",
             where="fit",
-            fix="pass a smaller batch_size",
+            fix="pass e.g. optimizer=optax.adam(1e-3) (the learning rate goes into the optimizer)",
         )
-    optimizer = DEFAULT_OPTIMIZER if optimizer is None else optimizer
-    key = jax.random.PRNGKey(0) if key is None else key
+    key = _check_key(key)
+    if isinstance(frozen, str) or not isinstance(frozen, (tuple, list, set, frozenset)):
+        raise PondError(
+            "frozen",
+            value=repr(frozen)[:60],
+            limit="a tuple of field names",
+            where="fit",
+            fix='pass e.g. frozen=("tau_mem", "tau_syn")',
+        )
+    for name in frozen:
+        check_type(name, "frozen field name", str, where="fit")
+    progress = check_bool(progress, "progress", where="fit")
     params, static = eqx.partition(net, _trainable_mask(net, frozen))
     opt_state = optimizer.init(params)
-    step = make_train_step(static, loss, optimizer)
+    step = make_train_step(static, loss_fn, optimizer)
     xj = jnp.asarray(x, dtype=jnp.float32)
     yj = jnp.asarray(y, dtype=jnp.int32)
     n_batches = n // batch_size

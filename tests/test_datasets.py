@@ -83,3 +83,64 @@ def test_encode_rejects_bad_images():
         encode_digits(np.zeros((2, 4, 4)))
     with pytest.raises(PondError, match="intensities"):
         encode_digits(np.full((1, 8, 8), 17.0))
+
+
+# -- issue #13: every argument is validated ---------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.strategies import (  # noqa: E402
+    assert_pond_error,
+    bad_types,
+    non_finite_arrays,
+    ragged_lists,
+    wrong_dtype_arrays,
+)
+
+_SETTINGS = settings(max_examples=20, deadline=None)
+
+
+@_SETTINGS
+@given(images=st.one_of(non_finite_arrays((2, 8, 8)), wrong_dtype_arrays((2, 8, 8)), ragged_lists()))
+def test_encode_refuses_bad_arrays(images):
+    assert_pond_error(encode_digits, images)
+
+
+@pytest.mark.parametrize(
+    "images, match",
+    [
+        (np.zeros((0, 8, 8)), "empty"),
+        (np.zeros((8, 8)), "shape"),
+        (np.full((1, 8, 8), -1.0), "intensities"),
+        (None, "intensities"),
+        ("digits", "intensities"),
+    ],
+)
+def test_encode_refuses_bad_images(images, match):
+    assert_pond_error(encode_digits, images, match=match)
+
+
+@_SETTINGS
+@given(T=st.one_of(st.integers(max_value=7), st.integers(min_value=10**6 + 1), bad_types(), st.just(8.5)))
+def test_bad_T(T):
+    assert_pond_error(encode_digits, np.zeros((1, 8, 8)), T, match="T")
+    assert_pond_error(load_digits_events, T=T, match="T")
+
+
+@_SETTINGS
+@given(
+    kwargs=st.one_of(
+        st.builds(lambda v: {"seed": v}, st.one_of(st.integers(max_value=-1), bad_types(), st.just(1.5))),
+        st.builds(
+            lambda v: {"test_fraction": v},
+            st.one_of(st.floats(max_value=0.0), st.floats(min_value=1.0), bad_types(), st.just(1e-9)),
+        ),
+    )
+)
+def test_bad_split_arguments(kwargs):
+    (name,) = kwargs
+    assert_pond_error(load_digits_events, T=8, match=name, **kwargs)
+
+
+def test_integral_float_T_is_a_whole_number():
+    assert encode_digits(np.zeros((1, 8, 8)), 9.0).shape == (1, 9, 16)

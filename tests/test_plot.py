@@ -117,3 +117,106 @@ def test_saved_png_is_an_image(tmp_path):
 def test_bad_input(call, match):
     with pytest.raises(PondError, match=match):
         call()
+
+
+# -- issue #13: every argument is validated ---------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.strategies import (  # noqa: E402
+    assert_pond_error,
+    bad_positive_floats,
+    bad_types,
+    non_finite_arrays,
+    ragged_lists,
+    wrong_dtype_arrays,
+)
+
+_SETTINGS = settings(max_examples=20, deadline=None)
+_PLOTS = {
+    "raster": lambda a: plot.raster(a),
+    "traces": lambda a: plot.traces(a),
+    "compare": lambda a: plot.compare(a, np.zeros((4, 3))),
+    "compare device": lambda a: plot.compare(np.zeros((4, 3)), a),
+    "rasters": lambda a: plot.rasters({"a": a}),
+}
+
+
+@_SETTINGS
+@given(arr=st.one_of(non_finite_arrays((4, 3)), wrong_dtype_arrays((4, 3)), ragged_lists()))
+def test_bad_arrays_are_refused(arr):
+    for fn in _PLOTS.values():
+        assert_pond_error(fn, arr)
+
+
+@pytest.mark.parametrize("arr", [np.zeros((4, 0)), np.zeros(0), np.float64(3.0), None, "abc"])
+def test_empty_and_scalar_arrays(arr):
+    for fn in _PLOTS.values():
+        assert_pond_error(fn, arr)
+
+
+@_SETTINGS
+@given(dt=bad_positive_floats().filter(lambda v: v is not None))
+def test_bad_dt(dt):
+    assert_pond_error(plot.raster, np.ones((3, 2)), dt=dt, match="dt")
+    assert_pond_error(plot.traces, np.ones((3, 2)), dt=dt, match="dt")
+    assert_pond_error(plot.compare, np.ones((3, 2)), np.ones((3, 2)), dt=dt, match="dt")
+
+
+@_SETTINGS
+@given(value=bad_types().filter(lambda v: not isinstance(v, str)))
+def test_text_arguments_must_be_strings(value):
+    assert_pond_error(plot.raster, np.ones((3, 2)), title=value, match="title")
+    assert_pond_error(plot.traces, np.ones((3, 2)), ylabel=value, match="ylabel")
+    assert_pond_error(plot.compare, np.ones((3, 2)), np.ones((3, 2)), device_label=value, match="device_label")
+
+
+def test_raster_refuses_negative_counts():
+    assert_pond_error(plot.raster, -np.ones((3, 2)), match="out of range")
+    assert_pond_error(plot.rasters, {"x": -np.ones((3, 2))}, match="out of range")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"neurons": [0.5]}, "neuron index"),
+        ({"neurons": [-1]}, "neuron index"),
+        ({"neurons": [[0]]}, "neuron index"),
+        ({"neurons": "0"}, "neuron index"),
+        ({"max_traces": 0}, "max_traces"),
+        ({"max_traces": 2.5}, "max_traces"),
+        ({"labels": "ab"}, "labels"),
+        ({"labels": [1, 2]}, "labels[0]"),
+        ({"x": [0.0, np.nan, 2.0]}, "x values"),
+        ({"x": [0.0, 1.0]}, "x values"),
+        ({"xlabel": 3}, "xlabel"),
+    ],
+)
+def test_traces_arguments(kwargs, match):
+    assert_pond_error(plot.traces, np.ones((3, 2)), match=match, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: plot.rasters([np.ones((3, 2))]), "panels"),
+        (lambda: plot.rasters({1: np.ones((3, 2))}), "panel title"),
+        (lambda: plot.rasters({}), "no panels"),
+        (lambda: plot.accuracy_bars([0.5]), "results"),
+        (lambda: plot.accuracy_bars({"x": 0.5}), "results['x']"),
+        (lambda: plot.accuracy_bars({"x": {"a": 1.5}}), "results['x']['a']"),
+        (lambda: plot.accuracy_bars({"x": {"a": float("nan")}}), "results['x']['a']"),
+        (lambda: plot.accuracy_bars({"x": {"a": "0.5"}}), "results['x']['a']"),
+        (lambda: plot.accuracy_bars({"x": {"a": 0.5}}, chance=2.0), "chance"),
+        (lambda: plot.accuracy_bars({"x": {"a": 0.5}}, order="a"), "order"),
+        (lambda: plot.accuracy_bars({"x": {"a": 0.5}}, order=[1]), "order[0]"),
+        (lambda: plot.accuracy_bars({3: {"a": 0.5}}), "group name"),
+    ],
+)
+def test_panels_and_results(call, match):
+    assert_pond_error(call, match=match)
+
+
+def test_accuracy_bars_valid_edge_cases():
+    fig = plot.accuracy_bars({"x": {"a": 0.0, "b": 1.0}, "empty": {}}, chance=0.0)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b", "chance (0%)"]

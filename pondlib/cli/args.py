@@ -1,25 +1,52 @@
 """Command-line plumbing shared by the ``pond`` commands: the parser class whose errors are one line,
-argument types, and reading array files named on the command line.
+argument types, and reading and writing the files named on the command line.
+
+Everything a command is given is checked here, at the boundary, before any work: argument types refuse
+what is not a number of the right kind (``nan``, ``inf``, ``0``, ``2.5`` where a count is expected) with
+a usage error (exit 2); files are checked when they are read (:func:`load_array`,
+:func:`read_network`) or before anything is computed for them (:func:`writable_file`), and every
+problem becomes a :class:`~pondlib.errors.PondError` naming the file and the option (exit 1).
 
 Example:
-    >>> positive_int("3"), positive_float("1e-4")
-    (3, 0.0001)
+    >>> positive_int("3"), positive_float("1e-4"), seed("7")
+    (3, 0.0001, 7)
     >>> positive_int("0")
     Traceback (most recent call last):
     ...
     argparse.ArgumentTypeError: got 0, expected a positive integer
+    >>> positive_float("nan")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: got nan, expected a positive number
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 from pondlib.errors import PondError
+from pondlib.validate import as_array, as_float_array, as_int_array, check_writable_file
 
-__all__ = ["UsageError", "Parser", "positive_int", "positive_float", "load_array"]
+__all__ = [
+    "UsageError",
+    "Parser",
+    "positive_int",
+    "positive_float",
+    "seed",
+    "load_array",
+    "load_events",
+    "load_floats",
+    "read_network",
+    "writable_file",
+]
+
+#: Seeds accepted by ``--seed`` (numpy and JAX both take a 32-bit unsigned seed).
+SEED_MAX = 2**32 - 1
 
 
 class UsageError(Exception):
@@ -34,7 +61,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
-    """An argument type: an integer >= 1."""
+    """An argument type: an integer >= 1 (``"3"``; never ``"2.5"``, ``"1e3"`` or ``"0"``)."""
     try:
         value = int(text)
     except ValueError:
@@ -45,40 +72,142 @@ def positive_int(text: str) -> int:
 
 
 def positive_float(text: str) -> float:
-    """An argument type: a finite number > 0."""
+    """An argument type: a finite number > 0 (never ``nan``, ``inf``, ``0`` or a negative number)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"got {text!r}, expected a positive number") from None
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"got {text}, expected a positive number")
+        raise argparse.ArgumentTypeError(f"got {value:g}, expected a positive number")
     return value
 
 
+def seed(text: str) -> int:
+    """An argument type: a random seed, an integer in ``[0, 2**32 - 1]``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected an integer seed in [0, {SEED_MAX}]") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"got {value}, expected an integer seed in [0, {SEED_MAX}]")
+    return value
+
+
+def _fix(flag: str, shape: str) -> str:
+    return f"save {shape} with numpy.save(path, array) and pass it with {flag}"
+
+
 def load_array(path: str, what: str, flag: str) -> Any:
-    """The one array in the ``.npy`` file ``path`` (``what`` names it and ``flag`` its option in errors).
+    """The one numeric array in the ``.npy`` file ``path`` (``what`` names it and ``flag`` its option in
+    errors); non-empty, real (bool, integer or float) and finite.
 
     Raises:
-        PondError: the file is missing, is not a ``.npy`` array, or is an ``.npz`` archive.
+        PondError: naming the file: it is missing or a directory, is not a ``.npy`` array (or holds
+            Python objects), is an ``.npz`` archive, holds strings or complex numbers, is empty, or holds
+            NaN or infinities.
     """
     import numpy as np
 
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise PondError(f"{what} file not found", where=str(p), fix=f"pass an existing .npy file with {flag}")
+    if not p.is_file():
+        raise PondError(f"{what} file is not a regular file", where=str(p), fix=f"pass a .npy file with {flag}")
     try:
         arr = np.load(p, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         raise PondError(
-            f"{what} is not a .npy array ({type(exc).__name__})",
-            where=str(p),
-            fix=f"save it with numpy.save(path, array) and pass it with {flag}",
+            f"{what} is not a .npy array ({type(exc).__name__})", where=str(p), fix=_fix(flag, "one array")
         ) from None
     if not isinstance(arr, np.ndarray):
         arr.close()
+        raise PondError(f"{what} is an .npz archive, not one array", where=str(p), fix=_fix(flag, "one array"))
+    return as_array(arr, what, where=str(p), fix=_fix(flag, "finite real numbers"))
+
+
+def load_events(path: str, what: str, flag: str) -> Any:
+    """:func:`load_array`, then event counts: whole numbers >= 0 of shape (T, N) or (B, T, N), as int64.
+
+    Raises:
+        PondError: as :func:`load_array`, or naming the file and the first bad count: negative,
+            fractional, or beyond int64; or the wrong number of dimensions.
+    """
+    import numpy as np
+
+    arr = load_array(path, what, flag)
+    return as_int_array(
+        arr,
+        f"{what} event counts",
+        lo=0,
+        dtype=np.int64,
+        ndim=(2, 3),
+        where=str(Path(path)),
+        fix=_fix(flag, "non-negative integer event counts of shape (T, N_in) or (B, T, N_in)"),
+    )
+
+
+def load_floats(path: str, what: str, flag: str, shapes: str = "(B, T, N_in)", ndim: Any = (2, 3)) -> Any:
+    """:func:`load_array` as float64 with ``ndim`` dimensions (``shapes`` describes them in errors)."""
+    import numpy as np
+
+    arr = load_array(path, what, flag)
+    return as_float_array(
+        arr,
+        what,
+        dtype=np.float64,
+        ndim=ndim,
+        where=str(Path(path)),
+        fix=_fix(flag, f"finite numbers of shape {shapes}"),
+    )
+
+
+def writable_file(path: str, what: str, flag: str, example: str = "out.npz") -> Path:
+    """``path`` checked before any work is done for it: not a directory, in an existing folder.
+
+    Raises:
+        PondError: naming the path and the option.
+    """
+    p = Path(path)
+    if p.is_dir():
         raise PondError(
-            f"{what} is an .npz archive, not one array",
+            f"the {what} is a folder",
             where=str(p),
-            fix=f"save one array with numpy.save(path, array) and pass it with {flag}",
+            fix=f"name a file with {flag}, e.g. {p / example}",
         )
-    return arr
+    if not p.parent.is_dir():
+        raise PondError(
+            f"the folder of the {what} does not exist",
+            where=str(p),
+            fix=f"create the folder or pass another {flag} path",
+        )
+    return check_writable_file(p, f"{what} ({flag})")
+
+
+def read_network(path: str, what: str = "model") -> tuple[Any, dict]:
+    """The network saved with :func:`pondlib.io.save_network` at ``path``, and its header.
+
+    Raises:
+        PondError: naming the file: missing, a directory, or not a readable pondlib network file
+            (decoding failures of the archive are converted here, where the file is read).
+    """
+    from pondlib.io import describe, load_network
+
+    p = Path(path)
+    if not p.exists():
+        raise PondError(f"{what} file not found", where=str(p), fix="pass a network saved with pondlib.io.save_network")
+    if not p.is_file():
+        raise PondError(
+            f"{what} file is not a regular file", where=str(p), fix="pass a network saved with pondlib.io.save_network"
+        )
+    try:
+        head = describe(p)
+        net = load_network(p)
+    except PondError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, UnicodeDecodeError) as exc:
+        raise PondError(
+            f"not a readable pondlib network file ({type(exc).__name__}: {exc})",
+            where=str(p),
+            fix="pass a file written by pondlib.io.save_network (or pond demo's network.pond)",
+        ) from None
+    return net, head

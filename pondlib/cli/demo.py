@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pondlib.cli.args import positive_int
+from pondlib.cli.args import SEED_MAX, positive_int, seed
 from pondlib.cli.demo_devices import Deployment, demo_siracusa, demo_spinnaker2, demo_xylo
 from pondlib.cli.demo_network import DEMO_DEFAULTS, DT, S2_DEMO_MODEL, demo_network, one_spike_network
 from pondlib.cli.demo_plots import save_plots
@@ -76,7 +76,7 @@ def add_parser(subparsers: Any) -> None:
         metavar="H",
         help=f"hidden neurons (default {full['hidden']}, --fast {fast['hidden']})",
     )
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    demo.add_argument("--seed", type=seed, default=0, help=f"random seed, an integer in [0, {SEED_MAX}] (default 0)")
     demo.add_argument(
         "--fast", action="store_true", help="a smaller, shorter run (for tests and a first look; lower accuracy)"
     )

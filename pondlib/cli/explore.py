@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pondlib.cli.args import read_network
 from pondlib.errors import ConfigError, PondError
 from pondlib.explore import (
     MEMORY_PRESETS,
@@ -160,10 +161,9 @@ def _workload(args: argparse.Namespace) -> Workload:
         if any(b >= n for b in blocks):
             raise ConfigError("--stateless-blocks", value=max(blocks), limit=f"a block of SEW-ResNet-18 (0 .. {n - 1})")
         return sew_resnet18(args.steps, stateless_blocks=blocks)
-    from pondlib.io import load_network
-
     path = Path(args.model)
-    w = workload_from_graph(load_network(path), args.steps, name=path.name)
+    net, _ = read_network(args.model, "network")
+    w = workload_from_graph(net, args.steps, name=path.name)
     if blocks:
         if any(b >= w.n_blocks for b in blocks):
             raise ConfigError(

@@ -2,6 +2,14 @@
 network saved with :func:`pondlib.io.save_network` onto a device; print the mapping report (resources,
 quantization), or the table of violated design rules (exit status 1).
 
+Bad input is one ``error:`` line naming the file, exit status 1: a missing MODEL or a folder, a file that
+is neither a readable NIR file nor a saved network (truncated, corrupted, unknown NIR node types, NaN
+parameters: :func:`pondlib.interop.load_nir` and :func:`pondlib.io.load_network` say which node and
+field), and a ``--calibration`` raster that is not a non-empty (B, N_in) or (B, T, N_in) ``.npy`` array
+of finite real numbers (text, complex, NaN, an empty batch). Options of another device than
+``--device``, ``--dt`` that is not a positive number, and ``--dt``/``--reset`` with a saved network are
+usage errors (exit status 2).
+
 Example:
     >>> import argparse
     >>> parser = argparse.ArgumentParser(prog="pond")
@@ -17,7 +25,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pondlib.cli.args import UsageError, load_array, positive_float
+from pondlib.cli.args import UsageError, load_floats, positive_float, read_network
 from pondlib.cli.render import (
     notes,
     resources_table,
@@ -104,6 +112,7 @@ def add_parser(subparsers: Any) -> None:
 def run(console: Any, args: argparse.Namespace) -> int:
     """Map ``args.model`` onto ``args.device``; 0 when it fits, 1 (after the violations table) when not."""
     _check_device_options(args)
+    _check_model_path(Path(args.model))
     with stage(console, "Importing the pipeline"):
         import numpy as np  # noqa: F401  (heavy imports under the spinner)
 
@@ -123,15 +132,26 @@ def run(console: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_model(console: Any, args: argparse.Namespace) -> Any:
-    """The pondlib module in ``args.model`` (a NIR file or a saved network), with a line about it."""
-    path = Path(args.model)
-    if not path.is_file():
+def _check_model_path(path: Path) -> None:
+    """A :class:`PondError` for a MODEL that is missing or not a regular file."""
+    if not path.exists():
         raise PondError(
             "model file not found",
             where=str(path),
             fix="MODEL is a .nir file or a network saved with pondlib.io.save_network",
         )
+    if not path.is_file():
+        raise PondError(
+            "model file is not a regular file",
+            where=str(path),
+            fix="MODEL is a .nir file or a network saved with pondlib.io.save_network",
+        )
+
+
+def _load_model(console: Any, args: argparse.Namespace) -> Any:
+    """The pondlib module in ``args.model`` (a NIR file or a saved network), with a line about it."""
+    path = Path(args.model)
+    _check_model_path(path)
     if path.suffix.lower() == ".nir":
         from pondlib.interop import load_nir
 
@@ -147,10 +167,7 @@ def _load_model(console: Any, args: argparse.Namespace) -> Any:
         raise UsageError(
             "pond map: --dt and --reset apply to NIR files only (a saved pondlib network stores its dt and reset)"
         )
-    from pondlib.io import describe, load_network
-
-    head = describe(path)
-    net = load_network(path)
+    net, head = read_network(args.model)
     console.print(
         f"[bold]model[/]: {path} (pondlib network, saved by pondlib {head.get('pondlib_version')}): "
         f"{head.get('summary')}",
@@ -222,7 +239,7 @@ def _map_siracusa(console: Any, net: Any, args: argparse.Namespace) -> None:
 
     lim = get_limits(args.limits)
     if args.calibration is not None:
-        calib = load_array(args.calibration, "calibration", "--calibration").astype(np.float64)
+        calib = load_floats(args.calibration, "calibration", "--calibration")
         source = f"{args.calibration} {tuple(calib.shape)}"
     else:
         calib = (np.random.default_rng(0).random((32, 50, net.size_in)) < 0.2).astype(np.float64)

@@ -50,10 +50,13 @@ _GAP_COLUMNS = (("gap", "left"), ("float model", "left"), ("device", "left"), ("
 
 # -- errors and notes ----------------------------------------------------------------------------------
 def print_error(err_console: Any, message: str) -> None:
-    """``error: message`` on one line (the message is plain text, never rich markup)."""
+    """``error: message`` on one line: list items are joined with ``; `` (:func:`one_line`) and any other
+    line break (``\\r``, form feed, ``\\u2028``, ... from a file name or an argument) becomes a space.
+    The message is plain text, never rich markup."""
     from rich.text import Text
 
-    err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
+    flat = " ".join(part for part in one_line(ValueError(message)).splitlines() if part.strip()) or "failed"
+    err_console.print(Text.assemble(("error:", "bold red"), " ", flat), highlight=False)
 
 
 def one_line(exc: Exception) -> str:

@@ -2,6 +2,12 @@
 event counts with the bit-exact simulator; print a summary; write the output, the record and the final
 state.
 
+Checked before simulating (one ``error:`` line naming the file, exit status 1): CONFIG is read by
+:meth:`~pondlib.devices.xylo.config.XyloConfig.load` (missing, truncated or corrupted archives, fields of
+the wrong type); the input must be a ``.npy`` array of whole numbers >= 0 of shape (T, N_in) or
+(B, T, N_in), non-empty, never NaN, infinite, fractional, complex or text; ``--record`` must name a file
+(not a folder) in an existing folder.
+
 Example:
     >>> import argparse
     >>> parser = argparse.ArgumentParser(prog="pond")
@@ -15,10 +21,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import Any
 
-from pondlib.cli.args import load_array
+from pondlib.cli.args import load_events, writable_file
 from pondlib.cli.render import result_table, stage, table
 from pondlib.errors import PondError
 
@@ -71,13 +76,9 @@ def run(console: Any, args: argparse.Namespace) -> int:
     from pondlib.devices.xylo.report import simulation_summary
 
     config = XyloConfig.load(args.config)
-    x = load_array(args.input, "input", "--input")
-    if args.record is not None and not Path(args.record).parent.is_dir():
-        raise PondError(
-            "the folder of the record file does not exist",
-            where=args.record,
-            fix="create the folder or pass another --record path",
-        )
+    x = load_events(args.input, "input", "--input")
+    if args.record is not None:
+        writable_file(args.record, "record file", "--record", "record.npz")
     sim = XyloSim.from_config(config)
     with stage(console, f"Simulating {config.limits_name} (bit-exact) on {tuple(x.shape)} input") as st:
         if x.ndim in (2, 3):  # compile (or load) the kernels first; bad shapes fail below
@@ -125,8 +126,15 @@ def run(console: Any, args: argparse.Namespace) -> int:
             **{f"record_{k}": v for k, v in rec.items()},
             **{f"state_{k}": v for k, v in state.items()},
         }
-        with open(args.record, "wb") as fh:
-            np.savez_compressed(fh, **payload)
+        try:
+            with open(args.record, "wb") as fh:
+                np.savez_compressed(fh, **payload)
+        except OSError as exc:
+            raise PondError(
+                f"cannot write the record file ({type(exc).__name__}: {exc.strerror or exc})",
+                where=args.record,
+                fix="pass a writable --record path",
+            ) from None
         console.print(
             f"[green]✓[/] wrote {args.record}: {', '.join(payload)} [dim](time first: output {tuple(out.shape)})[/]",
             highlight=False,

@@ -7,6 +7,7 @@ import and export, which build ``pondlib.nn`` modules, live above it in :mod:`po
 """
 
 from pondlib.graph.base import (
+    MAX_NODES,
     GraphHolder,
     GraphModule,
     GraphModuleBase,
@@ -32,6 +33,7 @@ __all__ = [
     "GraphHolder",
     "as_GraphHolder",
     "connect_modules",
+    "MAX_NODES",
     "LinearWeights",
     "LIFNeurons",
     "AliasConnection",

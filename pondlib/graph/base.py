@@ -31,9 +31,19 @@ import numpy as np
 from pondlib.errors import GraphError
 from pondlib.validate import as_array, as_int_array, check_int, check_type
 
-__all__ = ["GraphNode", "GraphModuleBase", "GraphModule", "GraphHolder", "as_GraphHolder", "connect_modules"]
+__all__ = [
+    "GraphNode",
+    "GraphModuleBase",
+    "GraphModule",
+    "GraphHolder",
+    "as_GraphHolder",
+    "connect_modules",
+    "MAX_NODES",
+]
 
 _node_ids = itertools.count()
+#: Most nodes :meth:`GraphModuleBase._factory` creates per side (2^24, the largest pondlib.nn layer).
+MAX_NODES = 2**24
 
 
 class GraphNode:
@@ -42,22 +52,35 @@ class GraphNode:
     Attributes:
         source_modules: modules that write this signal (more than one means their outputs add).
         sink_modules: modules that read this signal.
+
+    ``GraphNode()`` takes no arguments; :meth:`add_source` and :meth:`add_sink` take graph modules only
+    (GraphError otherwise).
     """
 
     __slots__ = ("source_modules", "sink_modules", "_id")
 
-    def __init__(self) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise GraphError(
+                "GraphNode arguments",
+                value=f"{len(args)} positional and {sorted(kwargs)} keyword argument(s)",
+                limit="none",
+                where="GraphNode",
+                fix="create nodes with GraphNode(); modules register themselves with their nodes",
+            )
         self.source_modules: list[GraphModuleBase] = []
         self.sink_modules: list[GraphModuleBase] = []
         self._id = next(_node_ids)
 
     def add_source(self, module: GraphModuleBase) -> None:
-        """Register ``module`` as writing to this node (once)."""
+        """Register ``module`` as writing to this node (once); GraphError for anything but a graph module."""
+        _check_module(module, "add_source")
         if not any(m is module for m in self.source_modules):
             self.source_modules.append(module)
 
     def add_sink(self, module: GraphModuleBase) -> None:
-        """Register ``module`` as reading from this node (once)."""
+        """Register ``module`` as reading from this node (once); GraphError for anything but a graph module."""
+        _check_module(module, "add_sink")
         if not any(m is module for m in self.sink_modules):
             self.sink_modules.append(module)
 
@@ -75,10 +98,28 @@ class GraphNode:
         return f"GraphNode(#{self._id}, from=[{src}], to=[{snk}])"
 
 
+def _check_module(module: Any, where: str) -> None:
+    if not isinstance(module, GraphModuleBase):
+        raise GraphError(
+            "module",
+            value=f"a {type(module).__name__}",
+            limit="a graph module",
+            where=f"GraphNode.{where}",
+            fix="register graph modules (LinearWeights, LIFNeurons, ...) only",
+        )
+
+
 @dataclass(eq=False, repr=False)
 class GraphModuleBase:
     """Base of every graph module: ordered input and output nodes, a name, and optionally the
-    computational module (a ``pondlib.nn`` module) it was exported from."""
+    computational module (a ``pondlib.nn`` module) it was exported from.
+
+    Raises:
+        GraphError: a name that is not a str; node lists that are not lists or tuples of
+            :class:`GraphNode`; the same node twice in one list (holders included: merging such a node
+            in :func:`connect_modules` would be ambiguous). A node may be both an input and an output (a
+            module that feeds itself, e.g. after ``connect_modules(m, m)``).
+    """
 
     input_nodes: list[GraphNode]
     output_nodes: list[GraphNode]
@@ -89,6 +130,18 @@ class GraphModuleBase:
         self.name = check_type(self.name, "module name", str, where=type(self).__name__, error=GraphError)
         self.input_nodes = _node_list(self.input_nodes, "input_nodes", self.name)
         self.output_nodes = _node_list(self.output_nodes, "output_nodes", self.name)
+        for what, nodes in (("input_nodes", self.input_nodes), ("output_nodes", self.output_nodes)):
+            seen: dict[int, int] = {}
+            for i, n in enumerate(nodes):
+                if id(n) in seen:
+                    raise GraphError(
+                        f"duplicate node in {what}",
+                        value=f"positions {seen[id(n)]} and {i}",
+                        limit="distinct nodes (one per channel)",
+                        where=self.name,
+                        fix="give every channel its own GraphNode",
+                    )
+                seen[id(n)] = i
 
     @property
     def size_in(self) -> int:
@@ -115,11 +168,12 @@ class GraphModuleBase:
     ):
         """Build a module with ``size_in`` fresh input nodes and ``size_out`` fresh output nodes.
 
-        Extra positional and keyword arguments go to the subclass's own fields.
+        Extra positional and keyword arguments go to the subclass's own fields. Sizes are whole numbers
+        in ``[0, MAX_NODES]`` (GraphError otherwise; an integral float is accepted).
         """
         where = name if isinstance(name, str) else cls.__name__
-        size_in = check_int(size_in, "graph module size_in", lo=0, where=where, error=GraphError)
-        size_out = check_int(size_out, "graph module size_out", lo=0, where=where, error=GraphError)
+        size_in = check_int(size_in, "graph module size_in", lo=0, hi=MAX_NODES, where=where, error=GraphError)
+        size_out = check_int(size_out, "graph module size_out", lo=0, hi=MAX_NODES, where=where, error=GraphError)
         return cls(
             [GraphNode() for _ in range(size_in)],
             [GraphNode() for _ in range(size_out)],
@@ -142,18 +196,6 @@ class GraphModule(GraphModuleBase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for what, nodes in (("input_nodes", self.input_nodes), ("output_nodes", self.output_nodes)):
-            seen: dict[int, int] = {}
-            for i, n in enumerate(nodes):
-                if id(n) in seen:
-                    raise GraphError(
-                        f"duplicate node in {what}",
-                        value=f"positions {seen[id(n)]} and {i}",
-                        limit="distinct nodes (one per channel)",
-                        where=self.name,
-                        fix="give every channel its own GraphNode",
-                    )
-                seen[id(n)] = i
         self._check_fields()  # before registering: a module that fails its checks leaves no trace in the graph
         for n in self.input_nodes:
             n.add_sink(self)
@@ -173,7 +215,17 @@ class GraphHolder(GraphModuleBase):
 
 def as_GraphHolder(g: GraphModuleBase) -> GraphHolder:
     """Wrap a graph module in a :class:`GraphHolder` sharing its boundary nodes (a holder is returned
-    unchanged)."""
+    unchanged).
+
+    Raises:
+        GraphError: ``g`` is not a graph module (a ``pondlib.nn`` module, a node, a class, ``None``...).
+
+    Example:
+        >>> as_GraphHolder("net")
+        Traceback (most recent call last):
+        ...
+        pondlib.errors.GraphError: as_GraphHolder input: got str, expected a graph module. Fix: ...
+    """
     if isinstance(g, GraphHolder):
         return g
     if not isinstance(g, GraphModuleBase):
@@ -264,7 +316,8 @@ def connect_modules(
 
     Raises:
         GraphError: when ``source`` or ``dest`` is not a graph module; when an index list is not a
-            non-empty 1-d sequence of distinct whole numbers within the module's size (fractional,
+            non-empty 1-d sequence of distinct whole numbers within the module's size (an integral float
+            such as ``2.0`` counts as 2; fractional,
             negative, boolean, duplicate or out-of-range indices are refused, never rounded or wrapped);
             when a node would be merged twice (a selected source node is also a merged destination
             node); when the numbers of selected nodes differ (the message gives both sizes). Every check

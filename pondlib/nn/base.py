@@ -17,15 +17,18 @@ Validation happens once, at the boundary (the helpers of :mod:`pondlib.validate`
 can trust their data:
 
 * constructors check every parameter with :func:`as_param` / :func:`check_positive` and raise
-  :class:`~pondlib.errors.GraphError` naming the parameter: sizes are whole numbers (an integral float
-  such as ``3.0`` is accepted), arrays are real, finite and within float32 (values beyond float32 would
+  :class:`~pondlib.errors.GraphError` naming the parameter: sizes are whole numbers in ``[1, 2^24]`` (an
+  integral float such as ``3.0`` is accepted; :data:`MAX_SIZE`), a weight matrix pondlib initialises at
+  random holds at most :data:`MAX_PARAMETERS` elements (an allocation XLA cannot make aborts the process
+  instead of raising), arrays are real, finite and within float32 (values beyond float32 would
   become ``inf``), parameters that are divided by or must decay (time constants, ``dt``, LIF thresholds)
   are at least the smallest normal float32 (``1.2e-38``; a subnormal would flush to 0);
 * a call checks its input with :func:`check_input` and a state passed back with :func:`check_state`
   (:class:`~pondlib.errors.SimulationError`): ragged nesting, strings, objects and complex numbers are
   refused (the imaginary part is never dropped), as are NaN/inf, float64 beyond float32, integers beyond
   int32 (JAX would truncate them), a wrong rank, channel count or batch size, and an empty batch or time
-  axis. float64 input within float32's range is computed in float32 (JAX's default precision);
+  axis. Tolerated: bool, integer, float16/bfloat16 and float64 (within float32's range) input is
+  converted to float32, the precision every module computes in;
 * a concrete (eager) call whose output or final state is not finite -- an overflow of float32 from
   extreme but finite input or parameters -- raises ``SimulationError("non-finite output")`` instead of
   returning ``inf``/``NaN``.
@@ -56,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pondlib.errors import GraphError, SimulationError
-from pondlib.validate import as_array, as_float_array, check_bool, check_int
+from pondlib.validate import F32_MAX, I32_MAX, I32_MIN, as_array, as_float_array, check_bool, check_int
 
 __all__ = [
     "Module",
@@ -70,13 +73,20 @@ __all__ = [
     "as_param",
     "check_positive",
     "check_size",
+    "check_parameter_count",
     "check_module",
     "is_traced",
     "F32_TINY",
+    "MAX_SIZE",
+    "MAX_PARAMETERS",
 ]
 
 #: The smallest normal float32: positive parameters below it would flush to zero in float32.
 F32_TINY = float(np.finfo(np.float32).tiny)
+#: Largest size or count of a layer (2^24: float32 counts exactly up to it; no target holds more).
+MAX_SIZE = 2**24
+#: Largest randomly initialised weight matrix, in elements (2^28 float32 values: 1 GiB).
+MAX_PARAMETERS = 2**28
 
 
 @runtime_checkable
@@ -117,8 +127,9 @@ def _real_dtype(dtype: Any) -> bool:
 
 
 def check_size(value: Any, name: str, where: str, *, lo: int = 1) -> int:
-    """A size or count as an ``int >= lo`` (an integral float such as ``3.0`` is accepted; ``2.5``,
-    ``True``, strings and ``None`` are refused with :class:`~pondlib.errors.GraphError`).
+    """A size or count as an ``int`` in ``[lo, MAX_SIZE]`` (an integral float such as ``3.0`` is accepted;
+    ``2.5``, ``True``, strings, ``None`` and sizes beyond :data:`MAX_SIZE` are refused with
+    :class:`~pondlib.errors.GraphError`).
 
     Example:
         >>> check_size(4.0, "n_in", "Linear")
@@ -126,9 +137,31 @@ def check_size(value: Any, name: str, where: str, *, lo: int = 1) -> int:
         >>> check_size(2.5, "n_in", "Linear")
         Traceback (most recent call last):
         ...
-        pondlib.errors.GraphError: Linear: n_in: got 2.5, expected an integer >= 1. Fix: pass a whole number
+        pondlib.errors.GraphError: Linear: n_in: got 2.5, expected an integer in [1, 16777216]. Fix: pass a whole number
     """
-    return check_int(value, name, lo=lo, where=where, error=GraphError)
+    return check_int(value, name, lo=lo, hi=MAX_SIZE, where=where, error=GraphError)
+
+
+def check_parameter_count(shape: tuple[int, ...], name: str, where: str) -> None:
+    """GraphError when a weight matrix of ``shape`` that pondlib would allocate (a random initialisation)
+    holds more than :data:`MAX_PARAMETERS` elements (XLA aborts the process instead of raising when an
+    allocation fails).
+
+    Example:
+        >>> check_parameter_count((2**20, 2**20), "weight", "Linear")
+        Traceback (most recent call last):
+        ...
+        pondlib.errors.GraphError: Linear: weight size: got 1099511627776 elements (shape (1048576, 1048576)), ...
+    """
+    count = int(np.prod(shape, dtype=object))
+    if count > MAX_PARAMETERS:
+        raise GraphError(
+            f"{name} size",
+            value=f"{count} elements (shape {tuple(shape)})",
+            limit=f"at most {MAX_PARAMETERS} elements",
+            where=where,
+            fix="use smaller layers, or pass the weights explicitly",
+        )
 
 
 def as_param(value: Any, name: str, where: str) -> Any:
@@ -261,12 +294,17 @@ def _check_values(xa: np.ndarray, what: str, where: str, name: str) -> None:
                 fix=f"remove NaN/inf from the {what}",
             )
     if xa.dtype.kind in "fiu" and xa.dtype.itemsize > 4 and xa.size:
-        as_array(xa, name, where=where, error=SimulationError, allow_empty=True, float32=True, int32=True)
+        lo, hi = xa.min(), xa.max()
+        if (xa.dtype.kind == "f" and max(-lo, hi) > F32_MAX) or (
+            xa.dtype.kind in "iu" and (int(lo) < I32_MIN or int(hi) > I32_MAX)
+        ):
+            as_array(xa, name, where=where, error=SimulationError, allow_empty=True, float32=True, int32=True)
 
 
 def check_input(x: Any, size_in: int, where: str) -> jax.Array:
-    """Validate a network input: real numbers, (T, N_in) or (B, T, N_in), non-empty; return it as a float
-    JAX array.
+    """Validate a network input: real numbers, (T, N_in) or (B, T, N_in), non-empty; return it as a
+    float32 JAX array (bool, integer, float16/bfloat16 and float64 within float32's range are converted:
+    every module computes in float32).
 
     Raises:
         SimulationError: ragged nesting, strings/objects, complex values, the wrong number of dimensions
@@ -302,7 +340,7 @@ def check_input(x: Any, size_in: int, where: str) -> jax.Array:
     if not is_traced(x):
         _check_values(np.asarray(x), "input", where, "x")
     x = jnp.asarray(x)
-    return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.float32)
+    return x if x.dtype == jnp.float32 else x.astype(jnp.float32)
 
 
 def _plain(tree: Any) -> Any:
@@ -404,18 +442,10 @@ def evolve_time_major(module: Any, x: Any, state: Any = None, record: bool = Fal
     x = check_input(x, module.size_in, where)
     batched = x.ndim == 3
     batch_shape = (x.shape[0],) if batched else ()
+    # check_state rebuilds the state with the structure and dtypes of init_state: evolve_tm can trust it
     state = module.init_state(batch_shape) if state is None else check_state(module, state, batch_shape, where)
-    try:
-        xt = jnp.swapaxes(x, 0, 1) if batched else x
-        y, new_state, rec = module.evolve_tm(xt, state, record)
-    except TypeError as err:  # a malformed state pytree
-        raise SimulationError(
-            "state structure",
-            value=str(err),
-            limit="the state returned by this module",
-            where=where,
-            fix="pass the state returned by a previous call, or None",
-        ) from None
+    xt = jnp.swapaxes(x, 0, 1) if batched else x
+    y, new_state, rec = module.evolve_tm(xt, state, record)
     check_output(y, new_state, where)
     if batched:
         y = jnp.swapaxes(y, 0, 1)

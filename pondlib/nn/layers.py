@@ -23,10 +23,14 @@ Shapes: inputs (T, N_in) or (B, T, N_in), ``N_in = prod(input_shape)``; outputs 
 
 Every constructor raises :class:`~pondlib.errors.GraphError` naming the parameter for: shapes, kernel
 sizes, strides and dilations that are not whole numbers >= 1 (an integral float such as ``2.0`` is
-accepted), paddings that are not whole numbers >= 0 (or ``"same"``/``"valid"``; ``"same"`` only with
-stride 1, as in PyTorch), ``groups`` that do not divide the channels, weights, biases, scales and delays
-that are not real, finite and within float32 or have the wrong shape, a negative delay, a delay that is
-not a whole number of steps or longer than :data:`MAX_DELAY_STEPS`, and ``dt <= 0``.
+accepted; nested sequences are refused), paddings that are not whole numbers >= 0 (or
+``"same"``/``"valid"``; ``"same"`` only with stride 1, and pooling padding at most half the kernel, as in
+PyTorch), ``groups`` that do not divide the channels, kernels larger than the padded input, weights,
+biases, scales and delays that are not real (bool, complex, strings), finite and within float32 or have
+the wrong shape, a negative delay, a delay that is not a whole number of steps or longer than
+:data:`MAX_DELAY_STEPS`, and ``dt <= 0``. Tolerated (documented): an int or a one-element sequence for a
+per-dimension argument applies to every dimension; a scalar conv bias or ``Scale`` applies to every
+channel.
 
 Example:
     >>> import jax.numpy as jnp, numpy as np
@@ -50,7 +54,7 @@ import numpy as np
 
 from pondlib.errors import GraphError
 from pondlib.nn.base import as_param, check_batch_shape, evolve_time_major
-from pondlib.validate import as_float_array, check_choice, check_float, check_int
+from pondlib.validate import as_array, as_float_array, check_choice, check_float, check_int
 
 __all__ = ["Conv1d", "Conv2d", "SumPool2d", "AvgPool2d", "Flatten", "Scale", "Delay", "MAX_DELAY_STEPS"]
 
@@ -59,16 +63,26 @@ MAX_DELAY_STEPS = 2**16
 
 
 def _ints(value: Any, name: str, where: str, lo: int) -> tuple[int, ...]:
-    """A shape-like value (an int, a sequence or a 1-d array of ints) as a tuple of ints ``>= lo``."""
+    """A shape-like value (an int, a flat sequence or a 1-d array of ints) as a tuple of ints ``>= lo``;
+    nested sequences are refused, never flattened."""
+    if isinstance(value, np.ndarray) and value.ndim > 1:
+        raise GraphError(
+            name,
+            value=f"a {value.ndim}-d array of shape {value.shape}",
+            limit="an int or a flat sequence of ints",
+            where=where,
+            fix=f"pass {name} as an int or a tuple of ints",
+        )
     if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim > 0):
-        items = list(np.asarray(value, dtype=object).reshape(-1)) if np.ndim(value) > 1 else list(value)
+        items = list(value)
     else:
         items = [value]
     return tuple(check_int(v, name, lo=lo, where=where, error=GraphError) for v in items)
 
 
 def _tuple(value: Any, nd: int, name: str, where: str, lo: int = 1) -> tuple[int, ...]:
-    """``value`` (one int for every dimension, or ``nd`` ints) as ``nd`` ints ``>= lo``."""
+    """``value`` (one int for every dimension, or ``nd`` ints) as ``nd`` ints ``>= lo``; a sequence of one
+    int counts as that int (``(2,)`` is ``2``, as in PyTorch)."""
     dims = _ints(value, name, where, lo)
     if len(dims) == 1:
         dims = dims * nd
@@ -223,7 +237,9 @@ class _ConvNd(_Stateless):
         if bias is None or bias is False:
             self.bias = None
         else:
-            b = np.zeros(w.shape[0]) if bias is True else _array(bias, "bias", where).reshape(-1)
+            b = np.zeros(w.shape[0]) if bias is True else _array(bias, "bias", where)
+            if b.ndim == 0:  # one bias shared by every output channel
+                b = np.full(w.shape[0], float(b))
             if b.shape != (w.shape[0],):
                 raise GraphError(
                     "bias shape",
@@ -312,6 +328,14 @@ class SumPool2d(_Stateless):
         self.kernel_size = _tuple(kernel_size, 2, "kernel_size", where)
         self.stride = _tuple(self.kernel_size if stride is None else stride, 2, "stride", where)
         self.padding = _tuple(padding, 2, "padding", where, lo=0)
+        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size)):
+            raise GraphError(
+                "padding",
+                value=self.padding,
+                limit=f"at most half the kernel size {self.kernel_size}",
+                where=where,
+                fix="reduce the padding: a window of padding only would pool nothing (PyTorch refuses it too)",
+            )
         out = [
             (n + 2 * p - k) // s + 1
             for n, p, k, s in zip(self.input_shape[1:], self.padding, self.kernel_size, self.stride)
@@ -421,7 +445,10 @@ class Delay(eqx.Module):
     def __init__(self, shape: Any, *, delay: Any, dt: float):
         dims = _shape(shape, None, "Delay")
         n = int(np.prod(dims))
-        d = as_float_array(delay, "delay", lo=0.0, where="Delay", error=GraphError).reshape(-1)
+        raw = as_array(delay, "delay", where="Delay", error=GraphError)
+        if raw.dtype.kind == "b":
+            raise GraphError("delay", value="booleans", limit="delays in seconds", where="Delay", fix="pass seconds")
+        d = as_float_array(raw, "delay", lo=0.0, where="Delay", error=GraphError).reshape(-1)
         if d.size == 1:
             d = np.full(n, float(d[0]))
         dt = check_float(dt, "dt", lo=0.0, lo_open=True, where="Delay", error=GraphError, fix="pass dt in seconds")

@@ -43,7 +43,15 @@ import numpy as np
 from pondlib.errors import GraphError
 from pondlib.graph import GraphHolder, LIFNeurons, LinearWeights, connect_modules
 from pondlib.nn.adjoint import lif_scan
-from pondlib.nn.base import F32_TINY, as_param, check_batch_shape, check_positive, check_size, evolve_time_major
+from pondlib.nn.base import (
+    F32_TINY,
+    as_param,
+    check_batch_shape,
+    check_parameter_count,
+    check_positive,
+    check_size,
+    evolve_time_major,
+)
 from pondlib.nn.surrogate import Surrogate
 from pondlib.validate import F32_MAX, check_bool, check_float, check_int, check_type
 
@@ -111,8 +119,10 @@ def _per_neuron(value: Any, shape: tuple[int, ...], name: str, positive: bool = 
 
 def _lif_shape(shape: Any) -> tuple[int, int]:
     """``(N_in, N)`` from ``N`` or ``(N_in, N)``; GraphError for anything else."""
-    if isinstance(shape, (list, tuple, np.ndarray)) and not isinstance(shape, str):
-        dims = tuple(np.asarray(shape, dtype=object).reshape(-1)) if np.ndim(shape) else (shape,)
+    if isinstance(shape, np.ndarray) and shape.ndim > 1:
+        dims: tuple = ()  # nested: refused below, never flattened
+    elif isinstance(shape, (list, tuple)) or (isinstance(shape, np.ndarray) and shape.ndim == 1):
+        dims = tuple(shape)
     else:
         dims = (shape,)
     if len(dims) not in (1, 2):
@@ -156,8 +166,9 @@ class LIF(eqx.Module):
     Every array field is trainable (``jax.grad`` reaches weights, time constants, thresholds, biases).
 
     Raises:
-        GraphError: naming the parameter, for a shape that is not ``N`` or ``(k N, N)`` with positive whole
-            numbers (``LIF(2.5)``; ``LIF(3.0)`` is accepted as 3); parameters that are not real, finite and
+        GraphError: naming the parameter, for a shape that is not ``N`` or ``(k N, N)`` with whole numbers
+            in ``[1, 2^24]`` (``LIF(2.5)``, ``LIF([[2]])``; ``LIF(3.0)`` is accepted as 3); a random ``w_rec``
+            of more than ``2^28`` elements; parameters that are not real, finite and
             within float32 or have the wrong shape (scalar, one per neuron, or for ``tau_syn`` one per
             synapse); ``tau_mem``, ``tau_syn``, ``threshold`` or ``dt`` that are not > 0 (at least the
             smallest normal float32: a threshold of 0 would make ``v / threshold`` NaN, a negative one
@@ -223,6 +234,7 @@ class LIF(eqx.Module):
                     where="LIF",
                     fix="pass w_rec=... or key=jax.random.PRNGKey(0)",
                 )
+            check_parameter_count((n, n * k), "w_rec", "LIF")
             try:
                 w_rec = jax.random.normal(key, (n, n * k), jnp.float32) / np.sqrt(n)
             except (TypeError, ValueError):

@@ -19,7 +19,7 @@ import numpy as np
 
 from pondlib.errors import GraphError
 from pondlib.graph import LinearWeights
-from pondlib.nn.base import as_param, check_size, evolve_time_major
+from pondlib.nn.base import as_param, check_parameter_count, check_size, evolve_time_major
 
 __all__ = ["Linear"]
 
@@ -43,8 +43,10 @@ class Linear(eqx.Module):
         key: a ``jax.random`` key for the default initialisation.
 
     Raises:
-        GraphError: a size that is not a positive whole number (``3.0`` is accepted as 3), weights or
-            biases of the wrong shape, not real, not finite or beyond float32, a missing or invalid key.
+        GraphError: a size that is not a whole number in ``[1, 2^24]`` (``3.0`` is accepted as 3), a random
+            initialisation of more than ``2^28`` weights, weights or biases of the wrong shape, not real
+            (bool, complex, strings), not finite or beyond float32, a ``bias`` that is neither a bool nor an
+            array, a missing or invalid key.
 
     Stateless: the state is ``None`` and there is no record.
     """
@@ -65,6 +67,7 @@ class Linear(eqx.Module):
                     where="Linear",
                     fix="pass key=jax.random.PRNGKey(0) or weight=...",
                 )
+            check_parameter_count((self.n_in, self.n_out), "weight", "Linear")
             lim = 1.0 / np.sqrt(self.n_in)
             try:
                 weight = jax.random.uniform(key, (self.n_in, self.n_out), jnp.float32, -lim, lim)

@@ -45,11 +45,27 @@ Every parameter is stored flat, one value per neuron, shape (N,) with ``N = prod
 (static) is the NIR shape, e.g. ``(16, 16, 16)`` for neurons after a convolution. Units: times in
 seconds, voltages and currents in the file's (arbitrary) unit.
 
+**A time constant equal to the step** (``decay="euler"``). Forward Euler needs ``tau >= dt``
+(``a(tau) < 0`` would flip the sign of the state every step). ``tau = dt`` is legitimate and common:
+Lava and snnTorch files with ``tau_syn = dt`` mean a synaptic current that is the step's input alone.
+NIR stores float32, so such a file holds ``tau_syn = 9.9999997e-05`` for ``dt = 1e-4``; a time constant
+within the relative tolerance :data:`TAU_DT_RTOL` of ``dt`` therefore *is* ``dt``:
+
+.. math::
+
+    |\tau - dt| \le 10^{-5}\, dt \;\Rightarrow\; \frac{dt}{\tau} := 1,\quad a(\tau) = 1 - 1 = 0
+    \quad\text{exactly},
+
+so for ``tau_syn = dt`` the update is ``I[t] = w_in x[t]`` (no trace of ``I[t-1]``, not a tiny positive
+or negative decay), and for ``tau_mem = dt`` it is ``v[t] = r I[t] + v_leak``. Only a ``tau`` below
+``dt (1 - 1e-5)`` is refused. ``decay="exp"`` (``a = e^{-dt/tau}``) is stable for any ``tau > 0`` and is
+computed as written.
+
 Checks (:class:`~pondlib.errors.GraphError` naming the parameter): ``shape`` is whole numbers >= 1; every
 parameter is a scalar or N real, finite values within float32 (any array of N values is read in C order,
 so a parameter may keep the layer's NIR shape); ``tau``, ``tau_mem``, ``tau_syn`` and ``dt`` are > 0 (at
-least the smallest normal float32), and with ``decay="euler"`` every ``tau >= dt``; the per-step
-coefficients must be finite in float32. Tolerated, because NIR allows it and nothing divides by it: a
+least the smallest normal float32), and with ``decay="euler"`` every ``tau >= dt (1 - 1e-5)`` (above);
+the per-step coefficients must be finite in float32. Tolerated, because NIR allows it and nothing divides by it: a
 threshold (``v_threshold``, :class:`Threshold`'s ``threshold``) of any finite sign, zero included, and a
 negative ``r`` or ``w_in``.
 
@@ -89,12 +105,13 @@ from pondlib.nn.base import (
     as_param,
     check_batch_shape,
     check_positive,
+    check_size,
     evolve_time_major,
     is_traced,
     scan_steps,
 )
 from pondlib.nn.surrogate import Surrogate
-from pondlib.validate import F32_MAX, check_choice, check_float, check_int, check_type
+from pondlib.validate import F32_MAX, check_choice, check_float, check_type
 
 __all__ = [
     "CubaLIF",
@@ -110,6 +127,7 @@ __all__ = [
     "heaviside",
     "RESETS",
     "DECAYS",
+    "TAU_DT_RTOL",
     "NIRNeuronGroup",
 ]
 
@@ -117,6 +135,9 @@ __all__ = [
 RESETS = ("v_reset", "zero", "subtract")
 #: Discretizations of the leak.
 DECAYS = ("euler", "exp")
+#: Relative tolerance within which a time constant counts as equal to ``dt`` under forward Euler
+#: (float32 storage: ``float32(1e-4) = 9.9999997e-05``); see "A time constant equal to the step" above.
+TAU_DT_RTOL = 1e-5
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(2,))
@@ -200,20 +221,29 @@ def _flat(value: Any, n: int, name: str, where: str, positive: bool = False) -> 
 
 
 def _shape(shape: Any, where: str) -> tuple[int, ...]:
-    """``N`` or a NIR shape of positive whole numbers as a tuple."""
-    if isinstance(shape, (list, tuple)) or (isinstance(shape, np.ndarray) and shape.ndim > 0):
-        items = list(np.asarray(shape, dtype=object).reshape(-1))
+    """``N`` or a flat NIR shape of positive whole numbers as a tuple (nested sequences are refused, never
+    flattened; every dimension and the neuron count ``prod(shape)`` are at most
+    :data:`~pondlib.nn.base.MAX_SIZE`)."""
+    bad = GraphError(
+        "neuron shape",
+        value=shape,
+        limit="N or a flat tuple of positive ints",
+        where=where,
+        fix="pass the number of neurons, e.g. 38, or a shape like (16, 16, 16)",
+    )
+    if isinstance(shape, np.ndarray):
+        if shape.ndim > 1:
+            raise bad
+        items = list(shape.reshape(-1)) if shape.ndim == 1 else [shape]
+    elif isinstance(shape, (list, tuple)):
+        items = list(shape)
     else:
         items = [shape]
-    if not items:
-        raise GraphError(
-            "neuron shape",
-            value=shape,
-            limit="N or a tuple of positive ints",
-            where=where,
-            fix="pass the number of neurons, e.g. 38, or a shape like (16, 16, 16)",
-        )
-    return tuple(check_int(d, "neuron shape", lo=1, where=where, error=GraphError) for d in items)
+    if not items or any(isinstance(d, (list, tuple, np.ndarray)) and np.ndim(d) > 0 for d in items):
+        raise bad
+    dims = tuple(check_size(d, "neuron shape", where) for d in items)
+    check_size(math.prod(dims), "neuron count prod(shape)", where)
+    return dims
 
 
 def _surrogate(surrogate: Any, where: str) -> Surrogate:
@@ -288,11 +318,11 @@ class _NIRNeuron(eqx.Module):
         if self.decay == "euler":
             for name in ("tau_mem", "tau_syn"):
                 tau = getattr(self, name)
-                if tau is not None and not is_traced(tau) and float(jnp.min(tau)) < self.dt:
+                if tau is not None and not is_traced(tau) and float(jnp.min(tau)) < self.dt * (1.0 - TAU_DT_RTOL):
                     raise GraphError(
                         f"{tau_mem_name if name == 'tau_mem' else name} shorter than dt",
                         value=float(jnp.min(tau)),
-                        limit=f">= dt = {self.dt}",
+                        limit=f">= dt = {self.dt} (within a relative {TAU_DT_RTOL:g})",
                         where=where,
                         fix="forward Euler is unstable for tau < dt: pass a smaller dt "
                         "(the exporter's), or decay='exp'",
@@ -333,10 +363,22 @@ class _NIRNeuron(eqx.Module):
         z = jnp.zeros(batch_shape + (self.size_in,), jnp.float32)
         return NeuronState(z, z)
 
-    def _decay(self, tau: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(per-step decay, leak gain) for ``tau``."""
+    def _ratio(self, tau: jax.Array) -> jax.Array:
+        """``dt / tau``; under ``decay="euler"`` exactly 1 where ``|tau - dt| <= TAU_DT_RTOL * dt``."""
         if self.decay == "euler":
-            return 1.0 - self.dt / tau, self.dt / tau
+            return jnp.where(jnp.abs(tau - self.dt) <= TAU_DT_RTOL * self.dt, 1.0, self.dt / tau)
+        return self.dt / tau
+
+    def _decay(self, tau: jax.Array) -> tuple[jax.Array, jax.Array]:
+        r"""(per-step decay, leak gain) for ``tau``.
+
+        Euler: ``a = 1 - dt/tau``, ``l = dt/tau``, where ``dt/tau`` is exactly 1 for
+        ``|tau - dt| <= 1e-5 dt`` (so ``a = 0`` exactly: the state is the step's drive alone); exp:
+        ``a = e^{-dt/tau}``, ``l = 1 - a``.
+        """
+        if self.decay == "euler":
+            ratio = self._ratio(tau)
+            return 1.0 - ratio, ratio
         a = jnp.exp(-self.dt / tau)
         return a, 1.0 - a
 
@@ -346,10 +388,10 @@ class _NIRNeuron(eqx.Module):
         a_syn = g_syn = None
         if self.tau_syn is not None:
             a_syn, _ = self._decay(self.tau_syn)
-            g_syn = self.dt / self.tau_syn * self.w_in
+            g_syn = self._ratio(self.tau_syn) * self.w_in
         if self.tau_mem is not None:
             a_mem, leak = self._decay(self.tau_mem)
-            g_mem = self.dt / self.tau_mem * self.r
+            g_mem = self._ratio(self.tau_mem) * self.r
             c_mem = leak * self.v_leak
         else:
             a_mem, g_mem, c_mem = one, self.r, 0.0 * one

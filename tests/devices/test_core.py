@@ -23,7 +23,14 @@ from pondlib.devices.core.numerics import relative_error
 from pondlib.devices.siracusa.limits import LIMITS as SIRACUSA_LIMITS
 from pondlib.devices.siracusa.limits import SIRACUSA
 from pondlib.errors import ConfigError, GraphError, PondError, SimulationError
-from tests.strategies import NON_FINITE, assert_pond_error, bad_types, ragged_lists, wrong_dtype_arrays
+from tests.strategies import (
+    NON_FINITE,
+    assert_pond_error,
+    bad_types,
+    non_finite_arrays,
+    ragged_lists,
+    wrong_dtype_arrays,
+)
 
 FAST = settings(max_examples=60, deadline=None)
 FEW = settings(max_examples=20, deadline=None)
@@ -206,3 +213,53 @@ def test_pond_errors_only():
     """Everything above raises PondError subclasses; this checks the classes used are PondErrors."""
     for cls in (ConfigError, GraphError, SimulationError):
         assert issubclass(cls, PondError)
+
+
+# -- report rows, rule runner, relative error: argument checks ------------------------------------
+@FEW
+@given(st.sampled_from(["name", "used", "limit", "unit", "note"]), st.one_of(bad_types(), st.sampled_from(NON_FINITE)))
+def test_resource_rows_refuse_malformed_fields(key, value):
+    from pondlib.devices.core.report import Resource
+
+    kw = {"name": "PEs", "used": 3, "limit": 8, key: value}
+    numeric = key in ("used", "limit")
+    if key == "limit" and value is None:
+        assert Resource(**kw).fraction is None  # documented: no limit
+        return
+    if not numeric and isinstance(value, str):
+        Resource(**kw)  # any text is a valid label
+        return
+    assert_pond_error(Resource, **kw, error=ConfigError, match=key)
+
+
+@FEW
+@given(st.sampled_from(["name", "value", "unit"]), bad_types().filter(lambda v: not isinstance(v, str)))
+def test_limit_rows_refuse_non_text(key, value):
+    from pondlib.devices.core.report import LimitRow
+
+    assert_pond_error(LimitRow, **{"name": "n", "value": "1", key: value}, error=ConfigError, match=key)
+
+
+def test_rule_runner_refuses_malformed_rules_and_violations():
+    from pondlib.devices.core.rules import check_rules, raise_violations
+    from pondlib.errors import ConstraintError, Violation
+
+    v = Violation("r", "m", 1, 0, "fix")
+    assert check_rules([lambda ctx: [v]], None) == [v]
+    assert_pond_error(check_rules, "rules", None, match="rules")
+    assert_pond_error(check_rules, [3], None, match="callable")
+    assert_pond_error(check_rules, [lambda ctx: ["not a violation"]], None, match="Violation")
+    assert_pond_error(raise_violations, ["x"], "dev", match="violations")
+    assert_pond_error(raise_violations, [v], 3, match="device")
+    with pytest.raises(ConstraintError):
+        raise_violations((v,), "dev")
+    raise_violations([], "dev")  # nothing to raise
+
+
+@FEW
+@given(st.one_of(non_finite_arrays((3,)), wrong_dtype_arrays((3,)), ragged_lists(), st.just(np.ones(4))))
+def test_relative_error_refuses_non_finite_or_mismatched_operands(bad):
+    from pondlib.errors import QuantizationError
+
+    assert_pond_error(relative_error, bad, np.ones(3), error=QuantizationError)
+    assert_pond_error(relative_error, np.ones(3), bad, error=QuantizationError)

@@ -228,3 +228,125 @@ def test_as_graph_is_deterministic_and_copies_parameters_exactly(n_in, n_hid, se
     assert all(np.all(m.threshold > 0) for m in graph.modules_of_class(g1, graph.LIFNeurons))
     assert len(graph.modules_of_class(g1, graph.AliasConnection)) == 1
     assert (len(graph.find_recurrent_modules(g1)) > 0) == rec
+
+
+# -- audit additions: nodes, holders, as_GraphHolder, sizes ---------------------------------------
+def test_graph_nodes_take_no_arguments_and_register_graph_modules_only():
+    for args, kwargs in (((3,), {}), (("a", "b"), {}), ((), {"sources": []})):
+        assert_pond_error(graph.GraphNode, *args, match="GraphNode arguments", error=GraphError, **kwargs)
+    node = graph.GraphNode()
+    for bad in (3, "m", None, nn.LIF(2), graph.GraphModule, graph.GraphNode()):
+        assert_pond_error(node.add_source, bad, match="graph module", error=GraphError)
+        assert_pond_error(node.add_sink, bad, match="graph module", error=GraphError)
+    assert node.source_modules == [] and node.sink_modules == []
+
+
+@pytest.mark.parametrize("cls", [graph.GraphHolder, graph.GraphModule, graph.GraphModuleBase])
+def test_every_graph_module_refuses_duplicate_nodes(cls):
+    """A holder with one node twice would make connect_modules merge that node twice (an inconsistent graph)."""
+    n = graph.GraphNode()
+    extra = (None,) if cls is graph.GraphHolder else ()
+    assert_pond_error(cls, [n, n], [graph.GraphNode()], "h", *extra, match="duplicate node", error=GraphError)
+    assert_pond_error(cls, [graph.GraphNode()], [n, n], "h", *extra, match="duplicate node", error=GraphError)
+    assert n.source_modules == [] and n.sink_modules == []
+
+
+@FEW
+@given(bad=st.one_of(bad_types(), st.integers(), st.floats()))
+def test_as_graph_holder_refuses_what_is_not_a_graph(bad):
+    assert_pond_error(graph.as_GraphHolder, bad, match="graph module", error=GraphError)
+
+
+def test_as_graph_holder_refuses_modules_classes_and_nodes():
+    for bad in (nn.LIF(2), graph.GraphNode(), graph.GraphModule, graph.GraphHolder, object()):
+        assert_pond_error(graph.as_GraphHolder, bad, match="graph module", error=GraphError)
+
+
+def test_factory_sizes_are_bounded():
+    """A graph module builds one Python object per node: sizes beyond MAX_NODES are refused, not attempted."""
+    assert_pond_error(graph.GraphModule._factory, graph.MAX_NODES + 1, 1, "m", match="size_in", error=GraphError)
+    assert_pond_error(graph.GraphModule._factory, 1, 10**12, "m", match="size_out", error=GraphError)
+
+
+def test_connect_modules_refuses_indices_of_the_wrong_kind():
+    """Sets, dicts and iterators have no order; integral floats and numpy/JAX integer arrays are tolerated."""
+    for bad in ({0, 1, 2}, {"a": 1}, iter([0, 1, 2]), np.array([0, 1, 2], dtype=object), [0, 1, 2**70]):
+        a, b = pair()
+        before = snapshot(a, b)
+        assert_pond_error(graph.connect_modules, a, b, bad, [0, 1, 2], match="source_indices", error=GraphError)
+        assert snapshot(a, b) == before
+    for ok in ([0, 1, 2.0], np.array([0, 1, 2], np.uint8), range(3), jax.numpy.arange(3)):
+        a, b = pair()
+        graph.connect_modules(a, b, ok, [0, 1, 2])
+        assert [b.input_nodes[j] for j in range(3)] == a.output_nodes[:3]
+
+
+# -- valid input: exported graphs are consistent -------------------------------------------------
+def assert_consistent(g, size_in, size_out):
+    """Every module is registered with its nodes both ways, nodes hold no stale module, sizes match the
+    typed parameters, and the boundary has the network's sizes."""
+    assert (g.size_in, g.size_out) == (size_in, size_out)
+    nodes, modules = graph.find_modules(g)
+    for m in modules:
+        assert not isinstance(m, graph.GraphHolder)
+        assert len({id(n) for n in m.input_nodes}) == m.size_in
+        assert len({id(n) for n in m.output_nodes}) == m.size_out
+        assert all(any(s is m for s in n.sink_modules) for n in m.input_nodes), m.name
+        assert all(any(s is m for s in n.source_modules) for n in m.output_nodes), m.name
+        if isinstance(m, graph.LinearWeights):
+            assert m.weights.shape == (m.size_in, m.size_out)
+            assert m.biases is None or m.biases.shape == (m.size_out,)
+        if isinstance(m, graph.LIFNeurons):
+            n, k = m.n_neurons, m.n_synapses
+            assert m.size_in == n * k and m.tau_syn.shape == (n, k)
+            assert m.tau_mem.shape == m.threshold.shape == m.bias.shape == (n,)
+        if isinstance(m, graph.AliasConnection):
+            assert m.size_in == m.size_out
+    for node in nodes:
+        assert all(any(n is node for n in s.output_nodes) for s in node.source_modules)
+        assert all(any(n is node for n in s.input_nodes) for s in node.sink_modules)
+    for n in g.input_nodes:
+        assert n.sink_modules, "a boundary input node feeds nothing"
+    for n in g.output_nodes:
+        assert n.source_modules, "a boundary output node is written by nothing"
+    order = graph.topological_order(g)
+    assert len(order) == len(modules)
+
+
+@FEW
+@given(
+    n_in=st.integers(1, 4),
+    n_hid=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+    rec=st.booleans(),
+    k=st.integers(1, 2),
+    kind=st.sampled_from(["sequential", "graphnet", "xylo"]),
+)
+def test_as_graph_of_a_valid_network_is_consistent(n_in, n_hid, seed, rec, k, kind):
+    keys = jax.random.split(jax.random.PRNGKey(seed), 4)
+    if kind == "sequential":
+        net = nn.Sequential(
+            nn.Linear(n_in, n_hid * k, key=keys[0], bias=True),
+            nn.LIF((n_hid * k, n_hid), has_rec=rec, key=keys[1]),
+            nn.Residual(nn.Linear(n_hid, n_hid, key=keys[2]), nn.LIF(n_hid)),
+            nn.Linear(n_hid, 2, key=keys[3]),
+        )
+    elif kind == "graphnet":
+        mods = {
+            "w": nn.Linear(n_in, n_hid, key=keys[0]),
+            "n": nn.LIF(n_hid),
+            "skip": nn.Linear(n_in, n_hid, key=keys[1]),
+        }
+        edges = [("input", "w"), ("input", "skip"), ("w", "n"), ("skip", "n"), ("n", "output")]
+        if rec:
+            mods["r"] = nn.Linear(n_hid, n_hid, key=keys[2])
+            edges += [("n", "r"), ("r", "n")]
+        net = nn.GraphNetwork(mods, edges)
+    else:
+        w = np.asarray(jax.random.normal(keys[0], (n_in, n_hid * k)))
+        w_rec = np.asarray(jax.random.normal(keys[1], (n_hid, n_hid * k))) if rec else None
+        net = nn.XyloLIF(n_in, n_hid, k, weight=w, w_rec=w_rec)
+    g = net.as_graph()
+    assert_consistent(g, net.size_in, net.size_out)
+    assert str(g) == str(net.as_graph())
+    assert bool(graph.find_recurrent_modules(g)) == rec

@@ -487,3 +487,204 @@ def test_errors_are_pond_errors_and_value_errors():
     for fn in (lambda: nn.LIF(2.5), lambda: MODULES["LIF"](np.zeros((4, 3)))):
         err = assert_pond_error(fn)
         assert isinstance(err, PondError) and isinstance(err, ValueError)
+
+
+# -- audit additions: precision, limits, nesting, pooling, determinism ----------------------------
+def test_half_precision_input_is_converted_to_float32():
+    """Documented tolerance: float16/bfloat16 input is computed in float32 like any other real input (a
+    convolution used to fail on the dtype mismatch with a misleading 'state structure' error)."""
+    conv = nn.Conv2d((1, 2, 1), weight=np.full((1, 1, 1, 1), 2.0), bias=0.5)
+    for module in (conv, MODULES["Sequential"], MODULES["XyloLIF"]):
+        ref = module(jnp.asarray(X, jnp.float32))[0]
+        for dtype in (jnp.float16, jnp.bfloat16):
+            low = jnp.asarray(X, dtype)
+            y = module(low)[0]
+            assert y.dtype == jnp.float32
+            np.testing.assert_array_equal(y, module(low.astype(jnp.float32))[0])
+            np.testing.assert_allclose(y, ref, atol=0.05)
+    assert_pond_error(conv, jnp.full((4, 2), jnp.inf, jnp.float16), match="non-finite input", error=SimulationError)
+
+
+def test_unsigned_integer_input_is_converted_not_wrapped():
+    """uint32 beyond int32 is kept as a number (JAX keeps uint32) and converted to float32, never wrapped."""
+    lin = nn.Linear(1, 1, weight=[[1.0]])
+    y = lin(np.full((1, 1), 2**32 - 1, np.uint32))[0]
+    assert float(y[0, 0]) == float(np.float32(2**32 - 1))
+    assert_pond_error(lin, np.full((1, 1), 2**63, np.uint64), match="int32", error=SimulationError)
+
+
+def test_sizes_and_random_initialisations_are_bounded():
+    """Sizes beyond 2^24 and random weight matrices beyond 2^28 elements are refused up front: XLA aborts the
+    whole process (no exception) when such an allocation fails."""
+    from pondlib.nn.base import MAX_PARAMETERS, MAX_SIZE
+
+    assert_pond_error(nn.Linear, MAX_SIZE + 1, 2, key=KEY, match="n_in", error=GraphError)
+    assert_pond_error(nn.LIF, 10**12, match="LIF shape", error=GraphError)
+    assert_pond_error(nn.XyloLIF, 2, 2, 2**40, weight=1.0, match="n_synapses", error=GraphError)
+    assert_pond_error(nn.Linear, 2**20, 2**20, key=KEY, match="weight size", error=GraphError)
+    assert_pond_error(nn.LIF, 2**20, has_rec=True, key=KEY, match="w_rec size", error=GraphError)
+    assert MAX_PARAMETERS >= 2**20 and nn.Linear(2**10, 2**10, key=KEY).weight.shape == (2**10, 2**10)
+
+
+@pytest.mark.parametrize(
+    "build, field",
+    [
+        (lambda: nn.LIF([[2]]), "LIF shape"),
+        (lambda: nn.LIF(np.array([[4, 2]])), "LIF shape"),
+        (lambda: nn.LIF((4, 2, 1)), "LIF shape"),
+        (lambda: nn.LIF(()), "LIF shape"),
+        (lambda: nn.LIF((3, 2)), "LIF shape"),
+        (lambda: nn.Conv2d((1, 4, 4), weight=np.ones((1, 1, 2, 2)), stride=[[1, 1]]), "stride"),
+        (lambda: nn.Conv2d((1, 4, 4), weight=np.ones((1, 1, 2, 2)), stride=np.ones((1, 2), int)), "stride"),
+        (lambda: nn.Conv2d(np.ones((1, 3), int), weight=np.ones((1, 1, 2, 2))), "input shape"),
+        (lambda: nn.Conv2d((1, 4, 4), weight=np.ones((1, 1, 2, 2)), stride=()), "stride"),
+        (lambda: nn.Conv2d((1, 4, 4), weight=np.ones((1, 1, 2, 2)), padding=None), "padding"),
+        (lambda: nn.Conv2d((1, 4, 4), weight=np.ones((1, 1, 2, 2)), padding=1.5), "padding"),
+        (lambda: nn.Conv2d((1, 4, 4), weight=None), "weight"),
+        (lambda: nn.Conv2d((1, 4, 4), weight=np.ones((1, 1, 2, 2), bool)), "weight"),
+        (lambda: nn.Conv2d((2, 4, 4), weight=np.ones((2, 1, 2, 2)), groups=2.5), "groups"),
+        (lambda: nn.Conv2d((1, 4, 4), weight=np.ones((2, 1, 2, 2)), bias=np.ones((1, 2))), "bias shape"),
+        (lambda: nn.Conv2d((1, 4, 4), weight=np.ones((1, 1, 2, 2)), bias="b"), "bias"),
+        (lambda: nn.SumPool2d((1, 4, 4), kernel_size=np.full((2, 2), 2)), "kernel_size"),
+        (lambda: nn.SumPool2d((1, 4, 4), kernel_size=(2, 2, 2)), "kernel_size"),
+        (lambda: nn.SumPool2d((1, 4, 4), kernel_size=5), "pool output size"),
+        (lambda: nn.SumPool2d((1, 4, 4), kernel_size=2, padding=2), "padding"),
+        (lambda: nn.AvgPool2d((1, 4, 4), kernel_size=(3, 2), padding=(2, 0)), "padding"),
+        (lambda: nn.AvgPool2d((1, 4), kernel_size=2), "input shape"),
+        (lambda: nn.Delay(2, delay=[True, False], dt=1e-3), "delay"),
+        (lambda: nn.Delay(2, delay=[1j, 0.0], dt=1e-3), "delay"),
+        (lambda: nn.Scale(2, scale=True), "scale"),
+        (lambda: nn.Scale(2, scale=[]), "scale"),
+        (lambda: nn.Residual(nn.Linear(2, 3, key=KEY)), "keep the size"),
+        (lambda: nn.Residual(nn.Linear(2, 3, key=KEY), nn.Linear(2, 3, key=KEY)), "do not chain"),
+        (lambda: nn.Residual(), "at least one module"),
+        (lambda: nn.Residual(nn.LIF), "module 0"),
+        (lambda: nn.Sequential([[nn.LIF(2)]]), "module 0"),
+        (lambda: nn.Linear(2, 3, weight=np.ones((3, 2))), "weight shape"),
+        (lambda: nn.Linear(2, 3, weight=np.ones(6)), "weight shape"),
+        (lambda: nn.Linear(2, 3, weight=1.0), "weight shape"),
+        (lambda: nn.Linear(2, 2, weight=np.ones((2, 2), bool)), "weight"),
+        (lambda: nn.Linear(2, 2, key=KEY, bias=np.True_), "bias"),
+        (lambda: nn.Linear(2, 2, key=KEY, bias=1), "bias shape"),
+        (lambda: nn.Linear(2, 2, key=np.array([1, 2, 3])), "key"),
+        (lambda: nn.Linear(2, 2, key=1.5), "key"),
+        (lambda: nn.LIF(2, has_rec=True, key="k"), "key"),
+        (lambda: nn.LIF(2, surrogate=nn.Surrogate), "surrogate"),
+    ],
+)
+def test_more_constructor_errors_name_the_parameter(build, field):
+    assert_pond_error(build, match=field, error=GraphError)
+
+
+def test_documented_tolerances_of_layer_arguments():
+    """A one-element sequence (or 0-d array) counts as that int for every dimension; a scalar conv bias is
+    shared by every output channel; pooling padding up to half the kernel is accepted."""
+    w = np.ones((2, 1, 2, 2))
+    a = nn.Conv2d((1, 4, 4), weight=w, stride=(2,), bias=0.5)
+    b = nn.Conv2d((1, 4, 4), weight=w, stride=np.array(2), bias=[0.5, 0.5])
+    assert a.stride == b.stride == (2, 2)
+    np.testing.assert_array_equal(a.bias, b.bias)
+    x = np.linspace(0.0, 1.0, 32).reshape(2, 16)
+    np.testing.assert_array_equal(a(x)[0], b(x)[0])
+    assert nn.SumPool2d((1, 4, 4), kernel_size=(2,), padding=1).output_shape == (1, 3, 3)
+    assert nn.LIF(np.array([4, 2])).n_synapses == 2
+
+
+def test_a_state_of_another_module_or_with_bad_leaves_is_refused():
+    """Every state problem is a SimulationError naming the state, for each kind of module."""
+    seq = MODULES["Sequential"]
+    _, st, _ = seq(X)
+    lif_state = st[1]
+    cases = [
+        ((None, nn.XyloLIFState(*([np.zeros(3)] * 4)), None), "state structure"),
+        ((None, lif_state, None, None), "state structure"),
+        ((None, lif_state._replace(vmem=np.full(3, 1e39)), None), "float32"),
+        ((None, lif_state._replace(vmem=np.full(3, 2**40)), None), "int32"),
+        ((None, lif_state._replace(vmem="abc"), None), "state"),
+        ((None, lif_state._replace(vmem=[[1.0], [1.0, 2.0]]), None), "state structure"),
+        ((None, lif_state._replace(vmem=np.full(3, np.nan)), None), "non-finite state"),
+        ((None, lif_state._replace(isyn=np.zeros(3)), None), "state shape"),
+        ({"a": 1}, "state structure"),
+        (3, "state structure"),
+    ]
+    for bad, field in cases:
+        assert_pond_error(seq, X, state=bad, match=field, error=SimulationError)
+    lif = nn.LIF(3)
+    assert_pond_error(lif, np.ones((2, 4, 3)), state=lif.init_state((2, 3)), match="state shape")
+    assert_pond_error(lif.init_state, 3, match="batch_shape", error=SimulationError)
+    assert_pond_error(lif.init_state, (0,), match="batch_shape", error=SimulationError)
+    assert_pond_error(lif.init_state, (2.5,), match="batch_shape", error=SimulationError)
+    gn = MODULES["GraphNetwork"]
+    assert_pond_error(gn, X, state={"modules": {}}, match="state structure", error=SimulationError)
+
+
+def test_vmap_and_jit_value_and_grad_still_work_through_the_checks():
+    """The checks only look at shapes and dtypes of tracers: vmap over samples equals the batched call and
+    jit(value_and_grad) of a composition with a state passed back gives finite gradients."""
+    net = MODULES["Sequential"]
+    x3 = jnp.asarray(np.stack([X, X[::-1], 0.5 * X]), jnp.float32)
+    np.testing.assert_allclose(jax.vmap(lambda v: net(v)[0])(x3), net(x3)[0], rtol=1e-6, atol=1e-6)
+    state = net(x3)[1]
+
+    def loss(m, x, s):
+        return jnp.sum(m(x, state=s)[0] ** 2)
+
+    value, grads = jax.jit(jax.value_and_grad(loss))(net, x3, state)
+    assert np.isfinite(float(value))
+    assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree_util.tree_leaves(grads))
+
+
+# -- valid input: runs are deterministic ----------------------------------------------------------
+def _valid_network(seed: int, n_in: int, n_hid: int, rec: bool):
+    k = jax.random.split(jax.random.PRNGKey(seed), 4)
+    return nn.Sequential(
+        nn.Linear(n_in, n_hid, key=k[0], bias=True),
+        nn.LIF(n_hid, tau_mem=0.01, tau_syn=0.005, threshold=0.3, has_rec=rec, key=k[1]),
+        nn.Residual(nn.Linear(n_hid, n_hid, key=k[2]), nn.LIF(n_hid, threshold=0.2)),
+        nn.Linear(n_hid, 2, key=k[3]),
+    )
+
+
+@FEW
+@given(
+    seed=st.integers(0, 2**16),
+    n_in=st.integers(1, 3),
+    n_hid=st.integers(1, 3),
+    rec=st.booleans(),
+    batch=st.sampled_from([(), (2,)]),
+    data=st.data(),
+)
+def test_runs_on_valid_input_are_deterministic(seed, n_in, n_hid, rec, batch, data):
+    """The same module and input twice give bit-identical outputs, states and records (eager and jit), and a
+    state passed back continues identically."""
+    net = _valid_network(seed, n_in, n_hid, rec)
+    shape = batch + (5, n_in)
+    x = data.draw(
+        st.lists(
+            st.floats(-3.0, 3.0, allow_nan=False, width=32), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))
+        ).map(lambda v: np.asarray(v, np.float32).reshape(shape))
+    )
+    y1, s1, r1 = net(x, record=True)
+    y2, s2, r2 = net(x.copy(), record=True)
+    np.testing.assert_array_equal(y1, y2)
+    for a, b in zip(jax.tree_util.tree_leaves(s1), jax.tree_util.tree_leaves(s2)):
+        np.testing.assert_array_equal(a, b)
+    assert sorted(r1) == sorted(r2) and all(np.array_equal(r1[k], r2[k]) for k in r1)
+    np.testing.assert_array_equal(net(x, state=s1)[0], net(x, state=s2)[0])
+    run = jax.jit(lambda m, v: m(v)[0])
+    np.testing.assert_array_equal(run(net, x), run(net, x))
+
+
+@pytest.mark.parametrize("shape", [10**12, (10**5, 10**5), [[2]], np.array([[4, 2]]), [], 0, 2.5, "8", None])
+def test_nir_neuron_shapes_are_flat_bounded_whole_numbers(shape):
+    for cls, params in (
+        (nn.CubaLIF, dict(tau_syn=1e-3, tau_mem=1e-2, r=1.0, w_in=1.0, v_leak=0.0, v_threshold=1.0)),
+        (nn.NIRLIF, dict(tau=1e-2, r=1.0, v_leak=0.0, v_threshold=1.0)),
+    ):
+        assert_pond_error(cls, shape, **params, dt=1e-4, match="neuron", error=GraphError)
+
+
+def test_nir_neuron_shapes_keep_their_nir_form():
+    n = nn.CubaLIF(np.array([4, 2]), tau_syn=1e-3, tau_mem=1e-2, r=1.0, w_in=1.0, v_leak=0.0, v_threshold=1.0)
+    assert n.shape == (4, 2) and n.size_in == 8
+    assert nn.NIRLIF(np.int64(5), tau=1e-2, r=1.0, v_leak=0.0, v_threshold=1.0).shape == (5,)

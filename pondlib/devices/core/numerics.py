@@ -18,14 +18,30 @@ from typing import Any
 
 import numpy as np
 
+from pondlib.errors import QuantizationError
+from pondlib.validate import as_float_array
+
 __all__ = ["relative_error"]
 
 
 def relative_error(approx: Any, exact: Any) -> float:
     """``||approx - exact|| / ||exact||`` (Frobenius), computed on values scaled by ``max|exact|``; 0 for an
-    all-zero ``exact``. Both must be finite arrays of the same shape."""
-    a = np.asarray(approx, dtype=np.float64)
-    b = np.asarray(exact, dtype=np.float64)
+    all-zero ``exact``.
+
+    Raises:
+        QuantizationError: operands that are not finite real arrays of one shape.
+    """
+    where = "relative_error"
+    a = as_float_array(approx, "approx", where=where, error=QuantizationError, allow_empty=True)
+    b = as_float_array(exact, "exact", where=where, error=QuantizationError, allow_empty=True)
+    if a.shape != b.shape:
+        raise QuantizationError(
+            "shapes",
+            value=f"approx {a.shape}, exact {b.shape}",
+            limit="one shape",
+            where=where,
+            fix="pass matching arrays",
+        )
     m = float(np.max(np.abs(b))) if b.size else 0.0
     if m == 0:
         return 0.0

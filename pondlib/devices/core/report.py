@@ -16,9 +16,29 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import numbers
+from dataclasses import dataclass, fields
+from typing import Any
+
+from pondlib.errors import ConfigError
 
 __all__ = ["Resource", "LimitRow"]
+
+
+def _finite(value: Any, name: str, where: str) -> None:
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+    if not ok:
+        raise ConfigError(name, value=value, limit="a finite real number", where=where, fix=f"pass {name} as a number")
+
+
+def _texts(row: Any, where: str) -> None:
+    for f in fields(row):
+        if f.type == "str" and not isinstance(getattr(row, f.name), str):
+            value = getattr(row, f.name)
+            raise ConfigError(
+                f.name, value=f"a {type(value).__name__}", limit="a str", where=where, fix=f"pass {f.name} as text"
+            )
 
 
 @dataclass(frozen=True)
@@ -38,6 +58,18 @@ class Resource:
     limit: float | None
     unit: str = ""
     note: str = ""
+
+    def __post_init__(self) -> None:
+        """Text fields are strings; ``used`` and ``limit`` (unless None) finite real numbers, kept as given.
+
+        Raises:
+            ConfigError: naming the field.
+        """
+        where = f"Resource({self.name!r})" if isinstance(self.name, str) else "Resource"
+        _texts(self, where)
+        _finite(self.used, "used", where)
+        if self.limit is not None:
+            _finite(self.limit, "limit", where)
 
     @property
     def fraction(self) -> float | None:
@@ -65,3 +97,7 @@ class LimitRow:
     name: str
     value: str
     unit: str = ""
+
+    def __post_init__(self) -> None:
+        """Every field is text (ConfigError naming the field otherwise)."""
+        _texts(self, "LimitRow")

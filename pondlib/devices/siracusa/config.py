@@ -64,7 +64,7 @@ from pondlib.devices.siracusa.specification import (
     QRequant,
     RequantShift,
 )
-from pondlib.devices.siracusa.tiling import ROWS_MAX, npu_eligibility, place_memory, plan_tiles
+from pondlib.devices.siracusa.tiling import ROWS_MAX, Placement, TilePlan, npu_eligibility, place_memory, plan_tiles
 from pondlib.errors import ConfigError, Violation
 from pondlib.validate import check_bool, check_float, check_int, check_type
 
@@ -260,6 +260,7 @@ def layer_ranges(config: SiracusaConfig) -> list[LayerRange]:
         >>> r.acc_lo.tolist(), r.acc_hi.tolist(), (r.out_lo, r.out_hi)
         ([-512, -766], [508, 764], (-128, 127))
     """
+    check_type(config, "config", SiracusaConfig, where="layer_ranges", error=ConfigError)
     lo, hi = config.input_range
     out: list[LayerRange] = []
     for layer in config.layers:
@@ -474,7 +475,20 @@ def check_constraints(
         elif isinstance(layer, QLIF):
             _lif_checks(layer, rng, lim, add)
 
-    plans = plans if plans is not None else plan_tiles(config, lim)
+    if plans is None:
+        plans = plan_tiles(config, lim)
+    elif isinstance(plans, (str, bytes)) or not isinstance(plans, (list, tuple)):
+        raise ConfigError(
+            "plans",
+            value=f"a {type(plans).__name__}",
+            limit="a list of TilePlan (or None), one per layer",
+            where="check_constraints",
+            fix="pass plan_tiles(config) or leave plans out",
+        )
+    else:
+        for i, plan in enumerate(plans):
+            if plan is not None:
+                check_type(plan, f"plans[{i}]", TilePlan, where="check_constraints", error=ConfigError)
     npu = set(config.npu_layers)
     for layer in config.layers:
         if isinstance(layer, QGemm) and layer.name not in npu:
@@ -491,7 +505,7 @@ def check_constraints(
                     )
                 )
     for plan in plans:
-        if not plan.fits:
+        if plan is not None and not plan.fits:
             add.append(
                 Violation(
                     "l1_tile_fit",
@@ -501,7 +515,16 @@ def check_constraints(
                     plan.reason,
                 )
             )
-    placement = placement if placement is not None else place_memory(config, lim)
+    if placement is None:
+        placement = place_memory(config, lim)
+    check_type(
+        placement,
+        "placement",
+        Placement,
+        where="check_constraints",
+        error=ConfigError,
+        fix="pass place_memory(config) or leave placement out",
+    )
     found.extend(placement.violations)
     for layer in config.layers:
         if layer.name in npu:

@@ -378,6 +378,16 @@ def format_cycle_table(rows: list[LayerCycles]) -> str:
         fc     QGemm  cluster  1      2048  ...
         total  ...
     """
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)):
+        raise ConfigError(
+            "rows",
+            value=f"a {type(rows).__name__}",
+            limit="a list of LayerCycles",
+            where="format_cycle_table",
+            fix="pass cycle_table(config)",
+        )
+    for i, r in enumerate(rows):
+        check_type(r, f"rows[{i}]", LayerCycles, where="format_cycle_table", error=ConfigError)
     head = ("layer", "kind", "unit", "tiles", "MACs", "DMA in", "kernel", "DMA out", "total")
     body = [
         (

@@ -693,6 +693,23 @@ def mapper(
                         f"replace the non-finite values of {key}",
                     )
                 )
+        if isinstance(layer, IntLIFLayer):  # the arrays are mutable: checked again, never clipped
+            alpha, thr = np.asarray(layer.alpha, dtype=np.float64), np.asarray(layer.threshold, dtype=np.float64)
+            for key, arr, bad, limit in (
+                ("alpha", alpha, (alpha < 0) | (alpha > 1), "a leak factor in [0, 1]"),
+                ("threshold", thr, thr <= 0, "> 0"),
+            ):
+                if np.any(bad):
+                    i = int(np.flatnonzero(bad)[0])
+                    found.append(
+                        Violation(
+                            "invalid_parameter",
+                            layer.name,
+                            f"{key}[{i}] = {float(arr.reshape(-1)[i])}",
+                            limit,
+                            f"fix {key} of {layer.name}",
+                        )
+                    )
         if isinstance(layer, IntLIFLayer) and (layer.reset not in RESET_MODES or layer.compare not in COMPARISONS):
             found.append(
                 Violation(

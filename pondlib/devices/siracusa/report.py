@@ -20,21 +20,20 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from pondlib.devices.core.report import LimitRow, Resource
 from pondlib.devices.siracusa.config import SiracusaConfig, config_from_specification
 from pondlib.devices.siracusa.cycles import cycle_table
-from pondlib.devices.siracusa.limits import SiracusaLimits
+from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
 from pondlib.devices.siracusa.mapper import layers_from_graph, mapper
-from pondlib.devices.siracusa.specification import QLIF
-from pondlib.errors import ConfigError
-
-if TYPE_CHECKING:
-    from pondlib.devices.siracusa.specification import Specification
+from pondlib.devices.siracusa.specification import QLIF, Specification
+from pondlib.errors import ConfigError, SimulationError
+from pondlib.validate import as_array, as_float_array, check_float, check_type
 
 __all__ = [
     "FloatChipGaps",
@@ -52,8 +51,20 @@ __all__ = [
 _WEIGHT_KINDS = ("QGemm", "QConv2d")
 
 
-def limit_rows(limits: SiracusaLimits) -> tuple[LimitRow, ...]:
-    """The limits of a Siracusa variant that matter to a user, described.
+def _spec(spec: Any, where: str) -> Specification:
+    return check_type(
+        spec,
+        "spec",
+        Specification,
+        where=where,
+        error=ConfigError,
+        fix="map the network with pondlib.devices.siracusa.mapper (or map_network) first",
+    )
+
+
+def limit_rows(limits: SiracusaLimits | str | None) -> tuple[LimitRow, ...]:
+    """The limits of a Siracusa variant that matter to a user, described (``limits``: an instance, a
+    variant name or None for the default; anything else is a ConfigError listing the variants).
 
     Example:
         >>> from pondlib.devices.siracusa.limits import SIRACUSA
@@ -61,7 +72,7 @@ def limit_rows(limits: SiracusaLimits) -> tuple[LimitRow, ...]:
         >>> rows["L1 for one layer's tiles"], rows["NPU kernels (kh x kw)"]
         ('64,000', '1x1, 3x3, 3x3 dw')
     """
-    m = limits
+    m = get_limits(limits)
     kernels = ", ".join(f"{a}x{b}{' dw' if d else ''}" for a, b, d in m.npu_kernels)
     return (
         LimitRow("cluster cores (RV32 XpulpV2)", f"{m.n_cores}"),
@@ -116,11 +127,15 @@ def configure(spec: Specification, where: str = "configure") -> SiracusaConfig:
     return config
 
 
-def resource_usage(spec: Specification, limits: SiracusaLimits) -> tuple[Resource, ...]:
+def resource_usage(spec: Specification, limits: SiracusaLimits | str | None) -> tuple[Resource, ...]:
     """The resources one step of one sample uses on ``limits``: L2 (constants, peak activations and LIF
     states), the constants alone, the largest L1 tile, the tiles, the integer LIF state width, the MACs
-    and the modelled cycles (``limits.n_cores`` cores, SIMD, tiled)."""
-    lim, cfg = limits, spec.config
+    and the modelled cycles (``limits.n_cores`` cores, SIMD, tiled).
+
+    Raises:
+        ConfigError: ``spec`` not a mapper :class:`Specification`, or an unknown ``limits``.
+    """
+    lim, cfg = get_limits(limits), _spec(spec, "resource_usage").config
     plans = [p for p in spec.plans if p is not None]
     l1_tile = max((p.footprint for p in plans), default=0)
     rows = [
@@ -194,7 +209,12 @@ class QuantizationSummary:
 
 
 def quantization_summary(spec: Specification) -> QuantizationSummary:
-    """The quantization error of every layer of a specification (chain order) and its input format."""
+    """The quantization error of every layer of a specification (chain order) and its input format.
+
+    Raises:
+        ConfigError: ``spec`` not a mapper :class:`Specification`.
+    """
+    _spec(spec, "quantization_summary")
     rows = tuple(
         LayerError(
             r.name,
@@ -262,17 +282,56 @@ def float_vs_chip_gaps(spec: Specification, record: dict, float_spikes: Any, tau
         >>> g = float_vs_chip_gaps(spec, rec, np.zeros((2, 3, 16)), tau_mem=0.02, dt=1e-3)
         >>> round(g.decay_float, 4), round(g.decay_chip, 4), g.rate_chip
         (0.9512, 0.9512, 1.0)
+
+    Raises:
+        ConfigError: ``spec`` not a mapper :class:`Specification`, or one without an integer LIF layer.
+        SimulationError: ``record`` not a dict holding ``"<lif>/spikes"``, spikes that are not finite
+            real numbers, ``tau_mem`` or ``dt`` not finite and > 0.
     """
-    hidden = next(q for q in spec.config.layers if isinstance(q, QLIF))
+    where = "float_vs_chip_gaps"
+    spec = _spec(spec, where)
+    hidden = next((q for q in spec.config.layers if isinstance(q, QLIF)), None)
+    if hidden is None:
+        raise ConfigError(
+            "integer LIF layer",
+            value=[type(q).__name__ for q in spec.config.layers],
+            limit="at least one QLIF layer",
+            where=where,
+            fix="measure the gaps of a spiking network (a mapping with an IntLIFLayer)",
+        )
+    key = f"{hidden.name}/spikes"
+    if not isinstance(record, Mapping) or key not in record:
+        shown = sorted(map(str, record))[:6] if isinstance(record, Mapping) else f"a {type(record).__name__}"
+        raise SimulationError(
+            "record",
+            value=shown,
+            limit=f"a dict with {key!r}",
+            where=where,
+            fix="pass the record of SiracusaSim.evolve(x, record=True)",
+        )
+    chip = as_float_array(record[key], key, where=where, error=SimulationError, ndim=(2, 3))
+    flt = as_float_array(float_spikes, "float_spikes", where=where, error=SimulationError, ndim=(2, 3))
+    tau = as_array(tau_mem, "tau_mem", where=where, error=SimulationError)
+    tau0 = check_float(
+        tau.ravel()[0] if tau.dtype.kind != "b" else tau_mem,  # a bool is never a time constant
+        "tau_mem",
+        lo=0.0,
+        lo_open=True,
+        where=where,
+        error=SimulationError,
+    )
+    dt = check_float(dt, "dt", lo=0.0, lo_open=True, where=where, error=SimulationError)
     mul = int(np.asarray(hidden.beta_mul).ravel()[0])
+    with np.errstate(over="ignore", under="ignore"):  # tau far below dt: a full decay in one step (0)
+        decay = float(np.exp(-(np.float64(dt) / np.float64(tau0))))
     return FloatChipGaps(
         layer=hidden.name,
         max_spikes_per_step=1,
-        decay_float=float(np.exp(-dt / float(np.asarray(tau_mem).ravel()[0]))),
+        decay_float=decay,
         decay_mul=mul,
         decay_shift=int(hidden.shift),
         state_bits=int(hidden.state_bits),
         weight_error=float(spec.reports[0].weight_error),
-        rate_float=float(np.asarray(float_spikes).mean()),
-        rate_chip=float(np.asarray(record[f"{hidden.name}/spikes"]).mean()),
+        rate_float=float(flt.mean()),
+        rate_chip=float(chip.mean()),
     )

@@ -58,10 +58,20 @@ from typing import Any
 import numpy as np
 
 from pondlib.devices.core.inputs import integer_input
+from pondlib.devices.core.intmath import wrap
 from pondlib.devices.siracusa.config import SiracusaConfig, check_constraints
-from pondlib.devices.siracusa.specification import QLIF, QConv2d, QGemm, QRequant, RequantShift
-from pondlib.errors import ConfigError, SimulationError
-from pondlib.validate import as_float_array, check_bool
+from pondlib.devices.siracusa.specification import (
+    COMPARISONS,
+    QLIF,
+    RESET_MODES,
+    QConv2d,
+    QGemm,
+    QRequant,
+    RequantShift,
+    Specification,
+)
+from pondlib.errors import ConfigError, PondError, SimulationError
+from pondlib.validate import as_float_array, as_int_array, check_bool, check_choice, check_type
 
 __all__ = ["wrap32", "requant_shift", "gemm_acc", "conv2d_acc", "lif_step", "SiracusaSim", "quantize_input"]
 
@@ -69,10 +79,42 @@ _M32 = (1 << 32) - 1
 _H32 = 1 << 31
 
 
-def wrap32(x: Any) -> np.ndarray:
-    """Two's-complement wrap of int64 values to int32 (``((x + 2^31) mod 2^32) - 2^31``)."""
+def _wrap32(x: Any) -> np.ndarray:
+    """:func:`wrap32` on trusted int64 data (the simulator's inner loop)."""
     x = np.asarray(x, dtype=np.int64)
     return ((x + _H32) & _M32) - _H32
+
+
+def _sim_error(err: PondError, where: str) -> SimulationError:
+    """A :class:`PondError` from a shared helper re-raised as a SimulationError naming ``where``."""
+    return SimulationError(err.what, value=err.value, limit=err.limit, where=where, fix=err.fix)
+
+
+def _ints(value: Any, name: str, where: str, ndim: Any = None) -> np.ndarray:
+    """``value`` as int64: whole numbers within int64 (bool counts as 0/1), else a SimulationError."""
+    return as_int_array(
+        value,
+        name,
+        where=where,
+        error=SimulationError,
+        ndim=ndim,
+        allow_empty=True,
+        fix="pass whole numbers within int64 (round or quantize first)",
+    )
+
+
+def wrap32(x: Any) -> np.ndarray:
+    """Two's-complement wrap of integers to int32 (``((x + 2^31) mod 2^32) - 2^31``).
+
+    Exact for every integer (Python integers beyond int64 included) and integral float.
+
+    Raises:
+        SimulationError: NaN, infinities, fractions, complex, strings or ragged input (no integer value).
+    """
+    try:
+        return wrap(x, 32)
+    except PondError as err:
+        raise _sim_error(err, "wrap32") from None
 
 
 def _channel(param: np.ndarray, n: int) -> np.ndarray:
@@ -80,32 +122,102 @@ def _channel(param: np.ndarray, n: int) -> np.ndarray:
     return param if param.ndim == 0 else param.reshape(-1)[np.arange(n) % param.size]
 
 
+def _channels_fit(param: np.ndarray, n: int, name: str, where: str) -> None:
+    if param.ndim and n % param.size:
+        raise SimulationError(
+            f"{name} size",
+            value=f"{param.size} values for a last axis of {n}",
+            limit=f"1 or a divisor of {n} (per-channel values repeat over the last axis)",
+            where=where,
+            fix=f"pass one {name} per channel of the last axis, or one for all",
+        )
+
+
 def requant_shift(x: Any, rq: RequantShift) -> np.ndarray:
-    """RequantShift over the last axis (the channel axis; per-channel parameters repeat over it)."""
-    x = np.asarray(x, dtype=np.int64)
+    """RequantShift over the last axis (the channel axis; per-channel parameters repeat over it).
+
+    Exact for any int64 input: int64 wrap-around keeps the residue modulo 2^32, which is all the int32
+    arithmetic uses.
+
+    Raises:
+        SimulationError: ``x`` not whole numbers within int64, per-channel parameters whose size does not
+            divide the last axis; ConfigError: ``rq`` not a :class:`RequantShift`.
+    """
+    check_type(rq, "rq", RequantShift, where="requant_shift", error=ConfigError)
+    x = _ints(x, "x", "requant_shift")
+    n = x.shape[-1] if x.ndim else 1
+    for key in ("mul", "add"):
+        _channels_fit(getattr(rq, key), n, f"rq.{key}", "requant_shift")
+    return _requant_shift(x, rq)
+
+
+def _requant_shift(x: np.ndarray, rq: RequantShift) -> np.ndarray:
+    """:func:`requant_shift` on checked int64 input."""
     n = x.shape[-1] if x.ndim else 1
     mul, add = _channel(rq.mul, n), _channel(rq.add, n)
-    t = wrap32(x + rq.in_offset)  # int32 add: wraps
-    t = wrap32(t * mul)  # int32 multiply: wraps (|t * mul| < 2^62, exact first)
-    t = wrap32(t + add)  # int32 add: wraps
+    t = _wrap32(x + rq.in_offset)  # int32 add: wraps
+    t = _wrap32(t * mul)  # int32 multiply: wraps (exact modulo 2^32 even when the int64 product wraps)
+    t = _wrap32(t + add)  # int32 add: wraps
     s = rq.shift
     if s > 0:
-        t = wrap32(t + (1 << (s - 1)))  # round half up: may wrap near INT32_MAX, as on the cores
+        t = _wrap32(t + (1 << (s - 1)))  # round half up: may wrap near INT32_MAX, as on the cores
     t = t >> s  # arithmetic shift: floor(t / 2^s), also for t < 0
     lo, hi = rq.out_range
     return np.clip(t, lo, hi)  # saturate to the output width
 
 
-def gemm_acc(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-    """``wrap32(x @ weight + bias)`` for x (..., K): exact int64 sum, wrapped once (mod 2^32 == per MAC)."""
-    acc = np.asarray(x, dtype=np.int64) @ weight
+def gemm_acc(x: Any, weight: Any, bias: Any = None) -> np.ndarray:
+    """``wrap32(x @ weight + bias)`` for x (..., K), weight (K, O), bias (O,) or None: an int64 sum,
+    wrapped once (mod 2^32 == per MAC). Exact for any int64 operands: int64 wrap-around keeps the
+    residue modulo 2^32.
+
+    Raises:
+        SimulationError: operands that are not whole numbers within int64, or shapes that do not chain
+            (the message names them).
+    """
+    where = "gemm_acc"
+    x = _ints(x, "x", where, ndim=(1, 2, 3))
+    weight = _ints(weight, "weight", where, ndim=2)
+    b = None if bias is None else _ints(bias, "bias", where, ndim=1)
+    if x.shape[-1] != weight.shape[0] or (b is not None and b.shape != (weight.shape[1],)):
+        raise SimulationError(
+            "shapes",
+            value=f"x {x.shape}, weight {weight.shape}, bias {None if b is None else b.shape}",
+            limit="x (..., K), weight (K, O), bias (O,)",
+            where=where,
+            fix="pass operands whose sizes chain",
+        )
+    return _gemm_acc(x, weight, b)
+
+
+def _gemm_acc(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    acc = x @ weight  # int64: exact, or wrapped modulo 2^64 (the same residue modulo 2^32)
     if bias is not None:
         acc = acc + bias
-    return wrap32(acc)
+    return _wrap32(acc)
 
 
-def conv2d_acc(x: np.ndarray, layer: QConv2d) -> np.ndarray:
-    """NHWC convolution accumulators, x (..., H*W*C) flat -> (..., Ho*Wo*O) flat (int32 wrapped)."""
+def conv2d_acc(x: Any, layer: QConv2d) -> np.ndarray:
+    """NHWC convolution accumulators, x (..., H*W*C) flat -> (..., Ho*Wo*O) flat (int32 wrapped).
+
+    Raises:
+        ConfigError: ``layer`` not a :class:`QConv2d`; SimulationError: ``x`` not whole numbers within
+            int64 with a last axis of ``H*W*C``.
+    """
+    check_type(layer, "layer", QConv2d, where="conv2d_acc", error=ConfigError)
+    x = _ints(x, "x", "conv2d_acc", ndim=(1, 2, 3))
+    if x.shape[-1] != layer.n_in:
+        raise SimulationError(
+            "x shape",
+            value=x.shape,
+            limit=f"(..., {layer.n_in}) (H*W*C of in_shape {layer.in_shape})",
+            where=f"conv2d_acc, {layer.name}",
+            fix="pass the input flattened in HWC order",
+        )
+    return _conv2d_acc(x, layer)
+
+
+def _conv2d_acc(x: np.ndarray, layer: QConv2d) -> np.ndarray:
     lead = x.shape[:-1]
     H, W, C = layer.in_shape
     kh, kw, cg, O = layer.weight.shape
@@ -122,24 +234,47 @@ def conv2d_acc(x: np.ndarray, layer: QConv2d) -> np.ndarray:
     acc = np.einsum("nhwgcij,ijcgo->nhwgo", win, w).reshape(n, ho, wo, O)
     if layer.bias is not None:
         acc = acc + layer.bias
-    return wrap32(acc).reshape(lead + (ho * wo * O,))
+    return _wrap32(acc).reshape(lead + (ho * wo * O,))
 
 
-def lif_step(v: np.ndarray, i_in: np.ndarray, layer: QLIF) -> tuple[np.ndarray, np.ndarray]:
-    """One integer LIF step: ``(spikes, v_new)`` for state v (..., N) and input I (..., N)."""
+def lif_step(v: Any, i_in: Any, layer: QLIF) -> tuple[np.ndarray, np.ndarray]:
+    """One integer LIF step: ``(spikes, v_new)`` for state v (..., N) and input I (..., N).
+
+    Raises:
+        ConfigError: ``layer`` not a :class:`QLIF`, or a reset / comparison mode it does not know;
+        SimulationError: ``v`` or ``i_in`` not whole numbers within int64 of one shape ending in N.
+    """
+    where = "lif_step"
+    check_type(layer, "layer", QLIF, where=where, error=ConfigError)
+    check_choice(layer.reset, "layer.reset", RESET_MODES, where=where, error=ConfigError)
+    check_choice(layer.compare, "layer.compare", COMPARISONS, where=where, error=ConfigError)
+    v = _ints(v, "v", where, ndim=(1, 2))
+    i_in = _ints(i_in, "i_in", where, ndim=(1, 2))
+    if v.shape != i_in.shape or v.shape[-1] != layer.n:
+        raise SimulationError(
+            "shapes",
+            value=f"v {v.shape}, i_in {i_in.shape}",
+            limit=f"one shape (..., {layer.n}) ({layer.name} has {layer.n} neurons)",
+            where=where,
+            fix="pass the state and the input of every neuron",
+        )
+    return _lif_step(v, i_in, layer)
+
+
+def _lif_step(v: np.ndarray, i_in: np.ndarray, layer: QLIF) -> tuple[np.ndarray, np.ndarray]:
     n = layer.n
     beta, in_mul, add = (_channel(layer.beta_mul, n), _channel(layer.in_mul, n), _channel(layer.add, n))
-    t = wrap32(wrap32(v * beta) + wrap32(i_in * in_mul))  # two int32 products and their sum wrap
-    t = wrap32(t + add)
+    t = _wrap32(_wrap32(v * beta) + _wrap32(i_in * in_mul))  # two int32 products and their sum wrap
+    t = _wrap32(t + add)
     s = layer.shift
     if s > 0:
-        t = wrap32(t + (1 << (s - 1)))  # round half up
+        t = _wrap32(t + (1 << (s - 1)))  # round half up
     lo, hi = layer.state_range
     v = np.clip(t >> s, lo, hi)  # arithmetic shift, saturate to the state
     thr = layer.threshold
     z = (v >= thr) if layer.compare == ">=" else (v > thr)
     if layer.reset == "subtract":
-        v = np.where(z, wrap32(v - thr), v)  # 1 <= thr <= v: never wraps when valid
+        v = np.where(z, _wrap32(v - thr), v)  # 1 <= thr <= v: never wraps when valid
     else:
         v = np.where(z, 0, v)
     return z.astype(np.int64), v
@@ -241,6 +376,14 @@ class SiracusaSim:
     @classmethod
     def from_specification(cls, spec: Any) -> SiracusaSim:
         """A simulator for a mapper :class:`~pondlib.devices.siracusa.mapper.Specification`."""
+        check_type(
+            spec,
+            "spec",
+            Specification,
+            where="SiracusaSim.from_specification",
+            error=ConfigError,
+            fix="map the network with pondlib.devices.siracusa.mapper first (or pass a SiracusaConfig to SiracusaSim)",
+        )
         return cls(spec.config)
 
     def reset_state(self) -> None:
@@ -299,25 +442,25 @@ class SiracusaSim:
         for layer in self.config.layers:
             name = layer.name
             if isinstance(layer, (QGemm, QConv2d)):
-                acc = gemm_acc(h, layer.weight, layer.bias) if isinstance(layer, QGemm) else conv2d_acc(h, layer)
+                acc = _gemm_acc(h, layer.weight, layer.bias) if isinstance(layer, QGemm) else _conv2d_acc(h, layer)
                 if record:
                     rec[f"{name}/acc"] = acc
                 if layer.requant is None:
                     h = acc
                 elif isinstance(layer, QConv2d):  # channel = last axis of the HWC layout
                     o = layer.out_shape[2]
-                    h = requant_shift(acc.reshape(acc.shape[:-1] + (-1, o)), layer.requant).reshape(acc.shape)
+                    h = _requant_shift(acc.reshape(acc.shape[:-1] + (-1, o)), layer.requant).reshape(acc.shape)
                 else:
-                    h = requant_shift(acc, layer.requant)
+                    h = _requant_shift(acc, layer.requant)
             elif isinstance(layer, QRequant):
-                h = requant_shift(h, layer.requant)
+                h = _requant_shift(h, layer.requant)
             elif isinstance(layer, QLIF):
                 v = state.get(name)
                 v = np.zeros((B, layer.n), dtype=np.int64) if v is None else np.broadcast_to(v, (B, layer.n))
                 zs = np.zeros((B, T, layer.n), dtype=np.int64)
                 vs = np.zeros((B, T, layer.n), dtype=np.int64)
                 for t in range(T):  # the state is carried step to step
-                    z, v = lif_step(v, h[:, t], layer)
+                    z, v = _lif_step(v, h[:, t], layer)
                     zs[:, t], vs[:, t] = z, v
                 state[name] = v.copy()
                 h = zs

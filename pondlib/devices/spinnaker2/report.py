@@ -18,20 +18,19 @@ Example:
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from pondlib.devices.core.report import LimitRow, Resource
 from pondlib.devices.spinnaker2.config import SpiNNaker2Config, config_from_specification
-from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits
+from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, get_limits
 from pondlib.devices.spinnaker2.mapper import mapper
-from pondlib.devices.spinnaker2.specification import NEURON_MODELS, DeadlineWarning
-from pondlib.errors import ConfigError
-
-if TYPE_CHECKING:
-    from pondlib.devices.spinnaker2.specification import Specification
+from pondlib.devices.spinnaker2.specification import NEURON_MODELS, DeadlineWarning, Specification
+from pondlib.errors import ConfigError, SimulationError
+from pondlib.validate import as_float_array, check_type
 
 __all__ = [
     "FloatChipGaps",
@@ -49,8 +48,36 @@ __all__ = [
 _SPIKE_RATE = 0.1
 
 
-def limit_rows(limits: SpiNNaker2Limits) -> tuple[LimitRow, ...]:
-    """The limits of a SpiNNaker2 system that matter to a user, described.
+def _spec(spec: Any, where: str) -> Specification:
+    return check_type(
+        spec,
+        "spec",
+        Specification,
+        where=where,
+        error=ConfigError,
+        fix="map the network with pondlib.devices.spinnaker2.mapper (or map_network) first",
+    )
+
+
+def _record(record: Any, keys: list[str], where: str) -> dict[str, np.ndarray]:
+    """``record[key]`` for every key, each a finite real array (SimulationError naming what is missing)."""
+    if not isinstance(record, Mapping) or any(k not in record for k in keys):
+        shown = sorted(map(str, record))[:6] if isinstance(record, Mapping) else f"a {type(record).__name__}"
+        raise SimulationError(
+            "record",
+            value=shown,
+            limit=f"a dict with {keys}",
+            where=where,
+            fix="pass the record of SpiNNaker2Sim.evolve(x, record=True)",
+        )
+    return {
+        k: as_float_array(record[k], k, where=where, error=SimulationError, ndim=(2, 3), allow_empty=True) for k in keys
+    }
+
+
+def limit_rows(limits: SpiNNaker2Limits | str | None) -> tuple[LimitRow, ...]:
+    """The limits of a SpiNNaker2 system that matter to a user, described (``limits``: an instance, a
+    variant name or None for the default; anything else is a ConfigError listing the variants).
 
     Example:
         >>> from pondlib.devices.spinnaker2.limits import SPINNAKER2_BOARD
@@ -58,7 +85,7 @@ def limit_rows(limits: SpiNNaker2Limits) -> tuple[LimitRow, ...]:
         >>> rows["PEs for applications (whole system)"], rows["weight range, words with delay"]
         ('7,104', '-15..15')
     """
-    m = limits
+    m = get_limits(limits)
     return (
         LimitRow("chips", f"{m.n_chips}"),
         LimitRow("processing elements (PEs) per chip", f"{m.pes_per_chip}"),
@@ -112,17 +139,26 @@ def _uses_delays(spec: Specification) -> bool:
     return NEURON_MODELS[spec.neuron_model].word.delay_bits > 0
 
 
-def _peak_spikes(record: dict) -> int:
-    return max((int(np.max(v, initial=0)) for k, v in record.items() if k.endswith(".spikes")), default=0)
+def _peak_spikes(record: dict[str, np.ndarray]) -> int:
+    return max((int(np.max(v, initial=0)) for v in record.values()), default=0)
 
 
-def resource_usage(spec: Specification, limits: SpiNNaker2Limits, record: dict | None = None) -> tuple[Resource, ...]:
+def resource_usage(
+    spec: Specification, limits: SpiNNaker2Limits | str | None, record: Mapping | None = None
+) -> tuple[Resource, ...]:
     """The resources a specification uses on ``limits``: PEs, neurons and data memory of the fullest PE,
     synapse words and rows, the largest weight against the synapse word, the busiest PE's cycles per tick
     (at the mapper's 0.1 spikes per neuron per tick) and, given a simulator ``record``
     (``<population>.spikes``), the peak spikes per neuron per tick.
+
+    Raises:
+        ConfigError: ``spec`` not a mapper :class:`Specification`, or an unknown ``limits``.
+        SimulationError: a ``record`` that is not a dict of finite spike arrays, one per population.
     """
-    lim = limits
+    spec = _spec(spec, "resource_usage")
+    lim = get_limits(limits)
+    if record is not None:
+        record = _record(record, [f"{p.name}.spikes" for p in spec.populations], "resource_usage")
     wmax = lim.weight_range(with_delays=_uses_delays(spec))[1]
     row = max(
         (
@@ -201,8 +237,12 @@ class QuantizationSummary:
 
 
 def quantization_summary(spec: Specification) -> QuantizationSummary:
-    """The quantization error of every projection of a specification (mapping order)."""
-    rep = spec.report
+    """The quantization error of every projection of a specification (mapping order).
+
+    Raises:
+        ConfigError: ``spec`` not a mapper :class:`Specification`.
+    """
+    rep = _spec(spec, "quantization_summary").report
     word = NEURON_MODELS[spec.neuron_model].word
     rows = tuple(
         ProjectionError(
@@ -273,9 +313,26 @@ def float_vs_chip_gaps(spec: Specification, x: Any, record: dict, float_spikes: 
         >>> g = float_vs_chip_gaps(spec, x, rec, np.zeros((1, 4, 2)))
         >>> g.hops, g.silent_steps, g.weight_bits, round(g.beta, 4)
         (2, 3, 7, 0.6065)
+
+    Raises:
+        ConfigError: ``spec`` not a mapper :class:`Specification`.
+        SimulationError: ``x`` not finite real numbers (T, N_in) or (B, T, N_in); ``record`` without the
+            first population's spikes; ``float_spikes`` not finite real numbers.
     """
-    xs = np.asarray(x)
+    where = "float_vs_chip_gaps"
+    spec = _spec(spec, where)
     first = spec.populations[0]
+    xs = as_float_array(x, "x", where=where, error=SimulationError, ndim=(2, 3))
+    if xs.shape[-1] != spec.n_input:
+        raise SimulationError(
+            "x shape",
+            value=xs.shape,
+            limit=f"(T, {spec.n_input}) or (B, T, {spec.n_input})",
+            where=where,
+            fix="pass the input spikes that ran",
+        )
+    chip = _record(record, [f"{first.name}.spikes"], where)[f"{first.name}.spikes"]
+    flt = as_float_array(float_spikes, "float_spikes", where=where, error=SimulationError, ndim=(2, 3))
     active = np.flatnonzero(np.moveaxis(xs, -2, 0).reshape(xs.shape[-2], -1).any(axis=1))
     return FloatChipGaps(
         n_steps=int(xs.shape[-2]),
@@ -286,6 +343,6 @@ def float_vs_chip_gaps(spec: Specification, x: Any, record: dict, float_spikes: 
         weight_bits=NEURON_MODELS[spec.neuron_model].word.weight_bits,
         weight_error=float(spec.report.quantization_error[spec.projections[0].name]),
         fused_multiply_add=bool(spec.options.fma),
-        rate_float=float(np.asarray(float_spikes).mean()),
-        rate_chip=float(np.asarray(record[f"{first.name}.spikes"]).mean()),
+        rate_float=float(flt.mean()),
+        rate_chip=float(chip.mean()) if chip.size else 0.0,
     )

@@ -244,27 +244,80 @@ class LIFState(NamedTuple):
 
     @classmethod
     def zeros(cls, shape: tuple[int, ...], batch: int) -> LIFState:
-        """An all-zero state for ``batch`` samples of neurons of ``shape``."""
+        """An all-zero state for ``batch`` samples of neurons of ``shape``.
+
+        Raises:
+            ConfigError: ``shape`` not a tuple of whole numbers >= 1, ``batch`` not a whole number >= 1.
+        """
+        where = "LIFState.zeros"
+        if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list)) or not shape:
+            raise ConfigError(
+                "shape", value=shape, limit="a non-empty tuple of sizes, e.g. (N,)", where=where, fix="pass (N,)"
+            )
+        shape = tuple(check_int(n, "shape", lo=1, hi=2**31, where=where, error=ConfigError) for n in shape)
+        batch = check_int(batch, "batch", lo=1, hi=2**31, where=where, error=ConfigError)
         z = np.zeros((batch, *shape), dtype=_F32)
         return cls(z, z.copy(), z.copy(), np.zeros((batch, *shape), dtype=np.int64))
 
 
 def lif_step(
-    p: LIFParams, s: LIFState, exc_in: np.ndarray, inh_in: np.ndarray, has_current: bool, options: LIFOptions
+    p: LIFParams, s: LIFState, exc_in: Any, inh_in: Any, has_current: bool, options: LIFOptions
 ) -> tuple[np.ndarray, LIFState]:
     """One tick of a population (equations in the module docstring).
 
     Args:
         p: parameters (N,). s: state (B, N). exc_in, inh_in: (B, N) non-negative integer sums of the
-        arriving exc / inh weight magnitudes. has_current: ``lif_curr_exp`` (True) or ``lif``.
-        options: comparison, reset, fma and order.
+        arriving exc / inh weight magnitudes (below 2^53). has_current: ``lif_curr_exp`` (True) or
+        ``lif``. options: comparison, reset, fma and order.
 
     Returns:
         ``(spikes (B, N) bool, new state)``.
 
-    A pure step function on trusted data: build ``p`` with :meth:`LIFParams.from_arrays` (which checks
-    every value) or let :class:`SpiNNaker2Sim` call it (which checks the configuration and the input).
+    Build ``p`` with :meth:`LIFParams.from_arrays` (which checks every value); :class:`SpiNNaker2Sim`
+    calls the unchecked step on its validated configuration and input.
+
+    Raises:
+        ConfigError: ``p`` not :class:`LIFParams`, ``s`` not :class:`LIFState`, ``has_current`` not a
+            bool, ``options`` not valid :class:`LIFOptions`.
+        SimulationError: inputs that are not non-negative whole numbers below 2^53, or states and inputs
+            whose shapes are not (B, N) for the N neurons of ``p``.
     """
+    where = "lif_step"
+    check_type(p, "p", LIFParams, where=where, error=ConfigError, fix="build it with LIFParams.from_arrays")
+    check_type(s, "s", LIFState, where=where, error=ConfigError, fix="start from LIFState.zeros((N,), B)")
+    has_current = check_bool(has_current, "has_current", where=where, error=ConfigError)
+    check_type(options, "options", LIFOptions, where=where, error=ConfigError)
+    if options.problems():
+        raise ConfigError(problems=options.problems(), where=where)
+    n = np.shape(p.threshold)
+    ins = [
+        as_int_array(v, name, lo=0, hi=EXACT_SUM_MAX, where=where, error=SimulationError, ndim=2)
+        for name, v in (("exc_in", exc_in), ("inh_in", inh_in))
+    ]
+    shapes = {
+        "exc_in": ins[0].shape,
+        "inh_in": ins[1].shape,
+        **{f"s.{k}": np.shape(getattr(s, k)) for k in LIFState._fields},
+    }
+    want = (ins[0].shape[0], *n)
+    if any(shape != want for shape in shapes.values()) or len(n) != 1:
+        raise SimulationError(
+            "shapes",
+            value=", ".join(f"{k} {v}" for k, v in shapes.items()),
+            limit=f"(B, N) = {want} for the {n} neurons of p",
+            where=where,
+            fix="pass one row per sample and one column per neuron",
+        )
+    for key in ("v", "i_exc", "i_inh"):
+        as_float_array(getattr(s, key), f"s.{key}", where=where, error=SimulationError, float32=True)
+    as_int_array(s.refrac, "s.refrac", lo=0, where=where, error=SimulationError)
+    return _lif_step(p, s, ins[0], ins[1], has_current, options)
+
+
+def _lif_step(
+    p: LIFParams, s: LIFState, exc_in: np.ndarray, inh_in: np.ndarray, has_current: bool, options: LIFOptions
+) -> tuple[np.ndarray, LIFState]:
+    """:func:`lif_step` on trusted data (the simulator's inner loop)."""
     exc_in = np.asarray(exc_in, dtype=np.int64)
     inh_in = np.asarray(inh_in, dtype=np.int64)
     if has_current:
@@ -459,7 +512,7 @@ class SpiNNaker2Sim:
                 be[:, slot] = 0
                 bh[:, slot] = 0
                 st = self._state[p.name]
-                spk, new = lif_step(self.params[p.name], st, e, h, self.has_current, self.options)
+                spk, new = _lif_step(self.params[p.name], st, e, h, self.has_current, self.options)
                 self._state[p.name] = new
                 spikes[p.name] = spk.astype(np.float64)
                 if record:

@@ -19,6 +19,7 @@ from pondlib.nn.graphnet import INPUT, OUTPUT, GraphNetwork
 from pondlib.nn.layers import AvgPool2d, Conv1d, Conv2d, Delay, Flatten, Scale, SumPool2d
 from pondlib.nn.neurons import Threshold
 from pondlib.nn.surrogate import Surrogate
+from pondlib.validate import as_array, as_int_array, check_choice, check_float, check_int, check_readable_file
 
 __all__ = ["read_graph", "NIRImport", "IMPORTERS", "load_nir", "from_nir"]
 
@@ -31,6 +32,7 @@ def _read_errors() -> tuple[type[BaseException], ...]:
 
     return (
         OSError,
+        RuntimeError,  # h5py: corrupted symbol tables, B-trees or heaps ("Link iteration failed")
         KeyError,
         ValueError,
         TypeError,
@@ -48,15 +50,18 @@ def read_graph(path: Any, *, notes: list[str] | None = None) -> Any:
     ``nir.read`` is tried with type checking; a graph that fails only the type check (e.g. Rockpool's
     Output of shape ``[1, 1, 1]`` after a ``[1]`` neuron) is re-read without it, and the shapes are
     checked by :func:`from_nir` itself (which repairs an Output shape with the right number of
-    elements and says so). Every failure is a :class:`~pondlib.errors.NIRError` naming the file.
+    elements and says so). Every failure is a :class:`~pondlib.errors.NIRError` naming the file: a
+    missing path or a directory, a file that is not HDF5 or is truncated or corrupted, and, found by
+    walking the file's groups, a node of a type NIR does not define (named, with the known types), a
+    node without ``type`` and a node missing a required field (naming the node and the field).
     """
     nir = _nir()
     notes = notes if notes is not None else []
-    p = pathlib.Path(path)
-    if not p.is_file():
+    if isinstance(path, (str, pathlib.PurePath)) and not pathlib.Path(path).exists():
         raise NIRError(
             "NIR file not found", value=str(path), limit="an existing .nir file", where=str(path), fix="check the path"
         )
+    p = check_readable_file(path, "NIR file", error=NIRError, suffix=".nir")
     errors = _read_errors()
     try:
         return nir.read(str(p))
@@ -65,6 +70,7 @@ def read_graph(path: Any, *, notes: list[str] | None = None) -> Any:
     try:
         g = nir.read(str(p), type_check=False)
     except errors as err:
+        _diagnose_file(p, errors)
         raise NIRError(
             "cannot read NIR file",
             value=f"{type(err).__name__}: {err}",
@@ -76,6 +82,92 @@ def read_graph(path: Any, *, notes: list[str] | None = None) -> Any:
         f"{p.name}: nir.read with type checking failed ({first_msg}); read without it, shapes checked by pondlib"
     )
     return g
+
+
+def _nir_types() -> dict[str, type]:
+    """NIR's node classes by the name a file stores in ``type``."""
+    import dataclasses
+
+    nir = _nir()
+    out = {}
+    for name in dir(nir):
+        cls = getattr(nir, name)
+        if isinstance(cls, type) and issubclass(cls, nir.NIRNode) and cls is not nir.NIRNode:
+            if dataclasses.is_dataclass(cls):
+                out[name] = cls
+    return out
+
+
+def _required_fields(cls: type) -> list[str]:
+    """The fields a file must store for a node of class ``cls`` (Input/Output store ``shape``)."""
+    import dataclasses
+
+    if cls.__name__ in ("Input", "Output"):
+        return ["shape"]
+    return [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+
+
+def _diagnose_file(p: pathlib.Path, errors: tuple[type[BaseException], ...]) -> None:
+    """Raise a :class:`NIRError` naming the node and the field when the file's node tree is malformed
+    (unknown type, no type, a required field missing); return when nothing specific is found."""
+    import h5py
+
+    types = _nir_types()
+
+    def walk(group: Any, where: str) -> None:
+        if not isinstance(group, h5py.Group):
+            raise NIRError(f"{where} is not an HDF5 group", where=str(p), fix="re-export the file with nir.write")
+        if "type" not in group:
+            raise NIRError(
+                f"node {where!r}: missing field 'type'",
+                limit=f"one of {sorted(types)}",
+                where=str(p),
+                fix="re-export the file with nir.write",
+            )
+        kind = group["type"][()]
+        kind = kind.decode("utf8", "replace") if isinstance(kind, bytes) else str(kind)
+        cls = types.get(kind)
+        if cls is None:
+            raise NIRError(
+                f"node {where!r}: unknown NIR node type {kind!r}",
+                value=kind,
+                limit=f"a type of nir {getattr(_nir(), '__version__', '')}".rstrip(),
+                where=str(p),
+                fix=f"replace the node with one of {', '.join(sorted(types))}, or upgrade the nir package "
+                "if the type is newer",
+            )
+        missing = [f for f in _required_fields(cls) if f not in group]
+        if missing:
+            raise NIRError(
+                f"node {where!r} ({kind}): missing field {missing[0]!r}",
+                value=sorted(k for k in group.keys() if k != "type"),
+                limit=f"the fields {_required_fields(cls)}",
+                where=str(p),
+                fix=f"re-export the file with nir.write (a {kind} node stores {_required_fields(cls)})",
+            )
+        if kind == "NIRGraph":
+            for name in group["nodes"]:
+                walk(group["nodes"][name], f"{where}.{name}" if where != "node" else name)
+
+    try:
+        with h5py.File(p, "r") as f:
+            if "node" not in f:
+                raise NIRError(
+                    "missing group 'node'",
+                    value=sorted(f.keys()),
+                    limit="a NIR file with a 'node' group",
+                    where=str(p),
+                    fix="re-export the file with nir.write",
+                )
+            walk(f["node"], "node")
+    except NIRError:
+        raise
+    except errors:
+        return  # not HDF5 or corrupted: the caller reports the reader's own error
 
 
 # ----------------------------------------------------------------------------------------------
@@ -110,24 +202,15 @@ class _Ctx:
 
 
 def _arr(node: Any, name: str, where: str) -> np.ndarray:
+    """The node's parameter ``name`` as a finite real float64 array; a :class:`NIRError` naming the node
+    and the field for a missing parameter, strings, complex values, ragged or empty data, NaN or inf."""
     value = getattr(node, name, None)
     if value is None:
         raise NIRError(f"missing parameter {name}", where=where, fix="re-export the node")
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise NIRError(
-            f"parameter {name} is not numeric", value=repr(value)[:60], where=where, fix="re-export the node"
-        ) from None
-    if not np.all(np.isfinite(arr)):
-        raise NIRError(
-            f"parameter {name} is not finite",
-            value="NaN/inf",
-            limit="finite values",
-            where=where,
-            fix="re-export the node with finite parameters",
-        )
-    return arr
+    arr = as_array(
+        value, f"parameter {name}", where=where, error=NIRError, fix="re-export the node with finite real values"
+    )
+    return arr.astype(np.float64)
 
 
 def _meta(node: Any) -> dict:
@@ -140,10 +223,28 @@ def _mstr(meta: dict, key: str, default: str = "") -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def _ints(value: Any) -> Any:
-    if isinstance(value, (str, bytes)):
+def _ints(value: Any, name: str = "shape", where: str = "graph", *, text: bool = False) -> Any:
+    """Whole numbers (a shape, strides, ...) as a tuple; with ``text`` a padding string such as
+    ``"same"`` is returned unchanged.
+
+    A :class:`NIRError` naming ``where`` and ``name`` for strings, fractions, NaN, ``None``."""
+    if text and isinstance(value, np.ndarray) and value.dtype.kind in "SU" and value.size == 1:
+        value = value.reshape(()).item()
+    if text and isinstance(value, (str, bytes)):
         return value.decode() if isinstance(value, bytes) else value
-    return tuple(int(v) for v in np.asarray(value).reshape(-1))
+    arr = as_int_array(
+        value,
+        name,
+        where=where,
+        error=NIRError,
+        allow_empty=True,
+        fix="re-export the node with whole numbers",
+    )
+    return tuple(int(v) for v in arr.reshape(-1))
+
+
+def _int(value: Any, name: str, where: str) -> int:
+    return check_int(value, name, where=where, error=NIRError, fix="re-export the node with a whole number")
 
 
 def _shape_of(arr: np.ndarray) -> tuple[int, ...]:
@@ -184,19 +285,19 @@ def _imp_conv(node, name, in_shape, ctx):
                 limit=f"(C_in, {'H, W' if cls is Conv2d else 'L'})",
                 fix="give the Conv node an input_shape or the graph an Input shape",
             )
-        in_shape = (w.shape[1] * int(node.groups),) + _ints(declared)
+        in_shape = (w.shape[1] * _int(node.groups, "groups", name),) + _ints(declared, "input_shape", name)
     try:
         m = cls(
             in_shape,
             weight=w,
             bias=bias,
-            stride=_ints(node.stride),
-            padding=_ints(node.padding),
-            dilation=_ints(node.dilation),
-            groups=int(np.asarray(node.groups)),
+            stride=_ints(node.stride, "stride", name),
+            padding=_ints(node.padding, "padding", name, text=True),
+            dilation=_ints(node.dilation, "dilation", name),
+            groups=_int(node.groups, "groups", name),
         )
-    except GraphError as err:
-        raise NIRError(f"cannot build {cls.__name__}: {err}", where=name, fix="check the node") from None
+    except PondError as err:
+        raise _nir_error(err, name, f"cannot build {cls.__name__}", "check the node") from None
     return m, m.output_shape
 
 
@@ -211,17 +312,22 @@ def _imp_pool(node, name, in_shape, ctx):
             where=name,
             fix="pooling must follow a node with a (C, H, W) output",
         )
-    m = cls(in_shape, kernel_size=_ints(node.kernel_size), stride=_ints(node.stride), padding=_ints(node.padding))
+    m = cls(
+        in_shape,
+        kernel_size=_ints(node.kernel_size, "kernel_size", name),
+        stride=_ints(node.stride, "stride", name),
+        padding=_ints(node.padding, "padding", name, text=True),
+    )
     return m, m.output_shape
 
 
 def _imp_flatten(node, name, in_shape, ctx):
 
     declared = node.input_type.get("input") if isinstance(node.input_type, dict) else None
-    shape = in_shape if in_shape is not None else (None if declared is None else _ints(declared))
+    shape = in_shape if in_shape is not None else (None if declared is None else _ints(declared, "input_type", name))
     if shape is None:
         raise NIRError("flatten input shape unknown", where=name, fix="give the graph an Input shape")
-    start, end = int(np.asarray(node.start_dim)), int(np.asarray(node.end_dim))
+    start, end = _int(node.start_dim, "start_dim", name), _int(node.end_dim, "end_dim", name)
     nd = len(shape)
     if not (-nd <= start < nd and -nd <= end < nd):  # e.g. start_dim = 1 counting a batch axis
         ctx.notes.append(f"{name}: Flatten dims ({start}, {end}) outside the input shape {shape}; flattened everything")
@@ -272,11 +378,7 @@ def _neuron(cls_name: str, params: tuple[str, ...], spiking: bool, renames: dict
         try:
             m = getattr(neurons, cls_name)(shape, dt=ctx.dt, **kwargs)
         except PondError as err:
-            raise NIRError(
-                f"cannot build {cls_name}: {err}",
-                where=name,
-                fix="check dt against the time constants (pass the exporter's dt)",
-            ) from None
+            raise _nir_error(err, name, f"cannot build {cls_name}") from None
         return m, shape
 
     return imp
@@ -300,6 +402,8 @@ def _imp_pondlib_lif(node, rec_weight, name, ctx):
             where=name,
             fix="re-export with pondlib.interop.nir.to_nir, or import with convention='dt_scaled'",
         ) from None
+    for param in ("tau_mem", "tau_syn", "v_threshold"):
+        _arr(node, param, name)  # present, real and finite (the LIF checks ranges)
     n = int(np.asarray(node.tau_mem).size)
     lif = LIF(
         n,
@@ -340,20 +444,17 @@ def _detect(graph: Any, dt: float | None, convention: str, notes: list[str]) -> 
     """(convention, dt, decay) following the table in the module docstring."""
     nir = _nir()
     meta = _meta(graph)
-    if convention not in CONVENTIONS:
-        raise NIRError(
-            "convention",
-            value=convention,
-            limit=sorted(CONVENTIONS),
-            fix="pass one of the listed conventions, or 'auto'",
-        )
+    check_choice(
+        convention,
+        "convention",
+        sorted(CONVENTIONS),
+        error=NIRError,
+        fix="pass one of the listed conventions, or 'auto'",
+    )
     conv = CONVENTIONS[convention]
-    if dt is not None and not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-        raise NIRError(
-            "dt",
-            value=dt,
-            limit="a positive number of seconds, or None",
-            fix="pass the exporter's time step, e.g. dt=1e-4",
+    if dt is not None:
+        dt = check_float(
+            dt, "dt", lo=0.0, lo_open=True, error=NIRError, fix="pass the exporter's time step in seconds, e.g. dt=1e-4"
         )
     pondlib_file = "pondlib_format" in meta
     if conv == "pondlib" or (conv == "auto" and pondlib_file):
@@ -373,21 +474,21 @@ def _detect(graph: Any, dt: float | None, convention: str, notes: list[str]) -> 
     syns: list[tuple[np.ndarray, np.ndarray]] = []
     has_dt_node = False
 
-    def walk(g):
+    def walk(g, prefix):
         nonlocal has_dt_node
-        for node in g.nodes.values():
-            kind = type(node).__name__
+        for key, node in _graph_nodes(g, prefix.rstrip(".") or "graph").items():
+            kind, name = type(node).__name__, f"{prefix}{key}"
             if isinstance(node, nir.NIRGraph):
-                walk(node)
+                walk(node, name + ".")
             elif kind in ("LIF", "LI"):
-                taus.append((np.asarray(node.tau, float).ravel(), np.asarray(node.r, float).ravel()))
+                taus.append(_pair(node, "tau", "r", name))
             elif kind in ("CubaLIF", "CubaLI"):
-                taus.append((np.asarray(node.tau_mem, float).ravel(), np.asarray(node.r, float).ravel()))
-                syns.append((np.asarray(node.tau_syn, float).ravel(), np.asarray(node.w_in, float).ravel()))
+                taus.append(_pair(node, "tau_mem", "r", name))
+                syns.append(_pair(node, "tau_syn", "w_in", name))
             elif kind == "Delay":
                 has_dt_node = True
 
-    walk(graph)
+    walk(graph, "")
     if not taus:
         if dt is None:
             if has_dt_node:
@@ -464,6 +565,21 @@ def _detect(graph: Any, dt: float | None, convention: str, notes: list[str]) -> 
     return conv, dt, "euler"
 
 
+def _pair(node: Any, tau: str, gain: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A neuron's time constant and gain, flat and of one size (a scalar is broadcast)."""
+    t, q = _arr(node, tau, name).ravel(), _arr(node, gain, name).ravel()
+    if t.size != q.size and 1 not in (t.size, q.size):
+        raise NIRError(
+            f"parameter {gain} size",
+            value=q.size,
+            limit=f"1 or {t.size} (the size of {tau})",
+            where=name,
+            fix="give every parameter of the neuron one value per neuron",
+        )
+    n = max(t.size, q.size)
+    return np.broadcast_to(t, (n,)), np.broadcast_to(q, (n,))
+
+
 def _roundness(d: float) -> float:
     """Relative distance of ``d`` to the nearest number with two significant digits."""
     e = 10.0 ** (math.floor(math.log10(d)) - 1)
@@ -493,9 +609,10 @@ def _rockpool_dt(tau: np.ndarray, r: np.ndarray) -> float | None:
 def _inline(graph: Any, prefix: str, ctx: _Ctx) -> tuple[dict, list, str, str, Any, Any]:
     """Flatten nested graphs: returns (nodes, edges, input_name, output_name, in_shape, out_decl)."""
     nir = _nir()
-    ins = [k for k, n in graph.nodes.items() if type(n).__name__ == "Input"]
-    outs = [k for k, n in graph.nodes.items() if type(n).__name__ == "Output"]
     where = prefix.rstrip(".") or "graph"
+    graph_nodes = _graph_nodes(graph, where)
+    ins = [k for k, n in graph_nodes.items() if type(n).__name__ == "Input"]
+    outs = [k for k, n in graph_nodes.items() if type(n).__name__ == "Output"]
     if len(ins) != 1 or len(outs) != 1:
         raise NIRError(
             "graph boundary",
@@ -509,7 +626,7 @@ def _inline(graph: Any, prefix: str, ctx: _Ctx) -> tuple[dict, list, str, str, A
     edges: list[tuple[str, str]] = []
     entry: dict[str, list[str]] = {}  # nested graph name -> names its input edge goes to
     exit_: dict[str, list[str]] = {}  # nested graph name -> names feeding its output
-    for k, node in graph.nodes.items():
+    for k, node in graph_nodes.items():
         if k in (ins[0], outs[0]):
             continue
         full = prefix + k
@@ -528,23 +645,80 @@ def _inline(graph: Any, prefix: str, ctx: _Ctx) -> tuple[dict, list, str, str, A
         else:
             nodes[full] = node
     name_in, name_out = prefix + ins[0], prefix + outs[0]
-    for a, b in graph.edges:
-        a, b = str(a), str(b)
+    for a, b in _graph_edges(graph, where):
         for nm in (a, b):
-            if nm not in graph.nodes:
+            if nm not in graph_nodes:
                 raise NIRError(
                     "edge names a missing node",
                     value=(a, b),
-                    limit=sorted(graph.nodes),
+                    limit=sorted(graph_nodes),
                     where=where,
                     fix="repair the graph's edges",
                 )
         srcs = exit_.get(prefix + a, [name_in if a == ins[0] else prefix + a])
         dsts = entry.get(prefix + b, [name_out if b == outs[0] else prefix + b])
         edges.extend((s, d) for s in srcs for d in dsts)
-    in_shape = _ints(graph.nodes[ins[0]].input_type["input"])
-    out_decl = graph.nodes[outs[0]].output_type.get("output")
+    in_shape = _ints(_port(graph_nodes[ins[0]], "input_type", "input", prefix + ins[0]), "shape", prefix + ins[0])
+    if not in_shape or min(in_shape) < 1:
+        raise NIRError(
+            "Input shape",
+            value=list(in_shape),
+            limit="positive sizes, at least one axis",
+            where=prefix + ins[0],
+            fix="give the Input node the shape of one time step, e.g. nir.Input(np.array([12]))",
+        )
+    out_decl = _port(graph_nodes[outs[0]], "output_type", "output", prefix + outs[0], required=False)
     return nodes, edges, name_in, name_out, in_shape, out_decl
+
+
+def _graph_nodes(graph: Any, where: str) -> dict[str, Any]:
+    """``graph.nodes`` as a dict of str names; a :class:`NIRError` when it is not one."""
+    nodes = getattr(graph, "nodes", None)
+    if not isinstance(nodes, dict):
+        raise NIRError(
+            "graph nodes",
+            value=type(nodes).__name__,
+            limit="a dict name -> node",
+            where=where,
+            fix="re-export the graph",
+        )
+    return {str(k): n for k, n in nodes.items()}
+
+
+def _graph_edges(graph: Any, where: str) -> list[tuple[str, str]]:
+    """``graph.edges`` as (source, target) name pairs; a :class:`NIRError` naming a malformed edge."""
+    edges = getattr(graph, "edges", None)
+    if edges is None or isinstance(edges, (str, bytes, dict)):
+        raise NIRError("graph edges", value=type(edges).__name__, limit="a list of (source, target) pairs", where=where)
+    out = []
+    for e in edges:
+        items = list(e) if isinstance(e, (list, tuple, np.ndarray)) else None
+        if items is None or len(items) != 2 or not all(isinstance(v, (str, bytes, np.str_, np.bytes_)) for v in items):
+            raise NIRError(
+                "edge",
+                value=repr(e)[:80],
+                limit="a (source, target) pair of node names",
+                where=where,
+                fix="repair the graph's edges",
+            )
+        a, b = (v.decode() if isinstance(v, (bytes, np.bytes_)) else str(v) for v in items)
+        out.append((a, b))
+    return out
+
+
+def _port(node: Any, attr: str, key: str, where: str, required: bool = True) -> Any:
+    """The declared shape ``node.<attr>[key]`` of an Input/Output node (None when absent and optional)."""
+    types = getattr(node, attr, None)
+    value = types.get(key) if isinstance(types, dict) else None
+    if value is None and required:
+        raise NIRError(
+            f"{attr}[{key!r}]",
+            value=None,
+            limit="the shape of one time step",
+            where=where,
+            fix="re-export the graph with the Input node's shape",
+        )
+    return value
 
 
 def _import_node(node, name, in_shape, ctx):
@@ -561,7 +735,20 @@ def _import_node(node, name, in_shape, ctx):
             where=name,
             fix="replace the node, or add an importer to pondlib.interop.nir.IMPORTERS",
         )
-    return imp(node, name, in_shape, ctx)
+    try:
+        return imp(node, name, in_shape, ctx)
+    except NIRError:
+        raise
+    except PondError as err:  # a pondlib module refused a parameter: say which node and field
+        raise _nir_error(err, name, f"cannot build {kind}") from None
+
+
+def _nir_error(err: PondError, where: str, what: str, fix: str | None = None) -> NIRError:
+    """``err`` (raised by a pondlib module) as a :class:`NIRError` at ``where``, its message kept once."""
+    text = str(err)
+    if err.fix and text.endswith(f". Fix: {err.fix}"):
+        text = text[: -len(f". Fix: {err.fix}")]
+    return NIRError(f"{what}: {text}", where=where, fix=fix or err.fix or "check the node")
 
 
 def _import_tagged_graph(node, name, in_shape, ctx):
@@ -580,7 +767,7 @@ def _import_tagged_graph(node, name, in_shape, ctx):
                 where=name,
                 fix="re-export the network",
             )
-        return _imp_pondlib_lif(nodes[lif[0]], np.asarray(nodes[rec[0]].weight), name, ctx)
+        return _imp_pondlib_lif(nodes[lif[0]], _arr(nodes[rec[0]], "weight", rec[0]), name, ctx)
     # Residual: the chain from input to output, and the skip edge
     modules = _build_chain(nodes, edges, s_in, s_out, in_shape, ctx, name)
     return Residual(*modules), (modules[-1].size_out,)
@@ -633,11 +820,10 @@ def load_nir(
             limit="a path or a nir.NIRGraph",
             fix="pass the file path or nir.read(path)",
         )
-    if reset not in RESETS:
-        raise NIRError("reset", value=reset, limit=list(RESETS), fix="pass reset='v_reset', 'zero' or 'subtract'")
+    check_choice(reset, "reset", RESETS, error=NIRError, fix="pass reset='v_reset', 'zero' or 'subtract'")
+    if decay is not None:
+        check_choice(decay, "decay", ("euler", "exp"), error=NIRError, fix="pass 'euler' or 'exp' (or None)")
     conv, dt, auto_decay = _detect(graph, dt, convention, notes)
-    if decay is not None and decay not in ("euler", "exp"):
-        raise NIRError("decay", value=decay, limit=["euler", "exp"], fix="pass 'euler' or 'exp'")
     ctx = _Ctx(float(dt), conv, reset, decay or auto_decay, notes)
     notes.append(
         f"reset: {reset}"
@@ -678,7 +864,7 @@ def load_nir(
         raise NIRError("nothing reaches the Output node", where=s_out, fix="add an edge into Output")
     out_shape = got[0]
     if out_decl is not None:
-        decl = _ints(out_decl)
+        decl = _ints(out_decl, "output_type", s_out)
         if decl != out_shape:
             if int(np.prod(decl)) == int(np.prod(out_shape)):
                 notes.append(
@@ -704,7 +890,7 @@ def load_nir(
     try:
         net = GraphNetwork(mods, edges2, input_shape=in_shape, output_shape=out_shape)
     except GraphError as err:
-        raise NIRError(f"inconsistent graph: {err}", where="graph", fix="check the node shapes") from None
+        raise _nir_error(err, "graph", "inconsistent graph") from None
     module = _as_chain(net, Sequential) or net
     return NIRImport(module, conv, float(dt), reset, notes)
 

@@ -13,6 +13,7 @@ from pondlib.interop.nir.common import FORMAT_VERSION
 from pondlib.interop.nir.common import nir_package as _nir
 from pondlib.nn import LIF, Linear, Residual, Sequential, layers, neurons
 from pondlib.nn.graphnet import INPUT, OUTPUT, GraphNetwork
+from pondlib.validate import check_writable_file
 
 __all__ = ["EXPORTERS", "to_nir", "write"]
 
@@ -317,14 +318,19 @@ def _first_dt(module: Any) -> float:
 def write(path: Any, module_or_graph: Any) -> None:
     """Write a pondlib module or a ``nir.NIRGraph`` to a NIR (HDF5) file at ``path``.
 
+    ``path`` is checked before anything is exported: it must be a ``str`` or ``os.PathLike`` naming a
+    file (not a directory) in an existing directory.
+
     Raises:
-        NIRError: the module cannot be represented, or the file cannot be written.
+        NIRError: ``path`` is not a writable file path, the module cannot be represented, or the file
+            cannot be written (naming the path).
     """
     nir = _nir()
+    path = check_writable_file(path, "NIR file", error=NIRError)
     graph = to_nir(module_or_graph)
     try:
         nir.write(str(path), graph)
-    except (OSError, TypeError, ValueError) as err:
+    except (OSError, RuntimeError, TypeError, ValueError) as err:
         raise NIRError(
             "cannot write NIR file",
             value=f"{type(err).__name__}: {err}",

@@ -510,7 +510,7 @@ def test_eltwise_cycles_arguments_are_checked(arg):
         assert np.isfinite(sum(eltwise_cycles(100, **{key: value})[:3]))
         return
     if key == "cycles_per_value" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        if np.isfinite(value) and value >= 0:
+        if value >= 0 and np.isfinite(float(value)):
             return  # a finite non-negative cost is valid
     if key == "cycles_per_value" and value is None or key == "simd" and isinstance(value, bool):
         return  # None: the default cost; both bools are valid
@@ -545,3 +545,209 @@ def test_limits_fields_are_checked(key, value):
 def test_all_errors_are_pond_errors():
     for cls in (ConfigError, GraphError, QuantizationError, SimulationError, ConstraintError):
         assert issubclass(cls, PondError)
+
+
+# -- public integer helpers of the simulator -------------------------------------------------------
+@SOME
+@given(st.lists(st.integers(-(2**80), 2**80), min_size=1, max_size=5))
+def test_wrap32_equals_its_integer_definition_for_any_integer(values):
+    from pondlib.devices.siracusa.sim import wrap32
+
+    want = [((v + 2**31) % 2**32) - 2**31 for v in values]
+    assert wrap32(np.array(values, dtype=object)).tolist() == want
+    if all(abs(v) < 2**63 for v in values):
+        assert wrap32(np.array(values, dtype=np.int64)).tolist() == want
+
+
+@FEW
+@given(st.one_of(non_finite_arrays((3,)), wrong_dtype_arrays((3,)), ragged_lists(), st.just(np.array([0.5]))))
+def test_wrap32_refuses_what_has_no_integer_value(x):
+    from pondlib.devices.siracusa.sim import wrap32
+
+    assert_pond_error(wrap32, x, error=SimulationError)
+
+
+@SOME
+@given(
+    st.sampled_from(["requant_shift", "gemm_acc", "conv2d_acc", "lif_step"]),
+    st.one_of(
+        non_finite_arrays((1, 4)),
+        wrong_dtype_arrays((1, 4)),
+        ragged_lists(),
+        NOT_ARRAYS.filter(lambda v: not isinstance(v, bool)),  # documented: booleans are 0/1
+    ),
+)
+def test_simulator_helpers_refuse_non_integer_operands(fn_name, bad):
+    from pondlib.devices.siracusa import sim
+
+    conv = QConv2d("c", np.ones((1, 1, 1, 1), int), (2, 2, 1))
+    calls = {
+        "requant_shift": lambda: sim.requant_shift(bad, RequantShift(mul=1)),
+        "gemm_acc": lambda: sim.gemm_acc(bad, np.ones((4, 2), int)),
+        "conv2d_acc": lambda: sim.conv2d_acc(bad, conv),
+        "lif_step": lambda: sim.lif_step(np.zeros((1, 4), int), bad, QLIF("l", 1, 1, 0, 1, np.ones(4, int))),
+    }
+    assert_pond_error(calls[fn_name], error=SimulationError)
+
+
+def test_simulator_helpers_check_shapes_and_layer_types():
+    from pondlib.devices.siracusa import sim
+
+    lif = QLIF("l", 1, 1, 0, 1, np.ones(2, int))
+    assert_pond_error(sim.gemm_acc, np.ones((1, 3), int), np.ones((2, 2), int), error=SimulationError, match="shapes")
+    assert_pond_error(sim.gemm_acc, np.ones((1, 2), int), np.ones((2, 2), int), [1], error=SimulationError)
+    assert_pond_error(sim.conv2d_acc, np.ones((1, 5), int), QConv2d("c", np.ones((1, 1, 1, 1), int), (2, 2, 1)))
+    assert_pond_error(sim.conv2d_acc, np.ones((1, 4), int), GEMM, error=ConfigError, match="layer")
+    assert_pond_error(sim.lif_step, np.zeros(3, int), np.zeros(3, int), lif, error=SimulationError, match="shapes")
+    assert_pond_error(sim.lif_step, np.zeros(2, int), np.zeros(2, int), GEMM, error=ConfigError, match="layer")
+    odd = QLIF("l", 1, 1, 0, 1, np.ones(2, int), reset="never")  # check_constraints reports it (lif_options)
+    assert_pond_error(sim.lif_step, np.zeros(2, int), np.zeros(2, int), odd, error=ConfigError, match="reset")
+    assert_pond_error(sim.requant_shift, np.ones(3, int), "rq", error=ConfigError, match="rq")
+    rq3 = RequantShift(mul=[1, 2, 3])
+    assert_pond_error(sim.requant_shift, np.ones(4, int), rq3, error=SimulationError, match="divisor")
+    assert sim.requant_shift(np.ones(6, int), rq3).tolist() == [1, 2, 3, 1, 2, 3]  # documented: repeats
+    assert_pond_error(SiracusaSim.from_specification, CFG, error=ConfigError, match="Specification")
+
+
+@SOME
+@given(
+    st.lists(st.integers(-(2**62), 2**62), min_size=3, max_size=3),
+    st.lists(st.integers(-(2**62), 2**62), min_size=3, max_size=3),
+    st.integers(-(2**62), 2**62),
+)
+def test_gemm_acc_is_exact_modulo_2_32_for_any_int64_operands(x, w, b):
+    """Documented bound: the int64 sum may wrap, but modulo 2^32 (all the int32 accumulator keeps) it is
+    exact for every int64 operand, so no input range makes the modelled accumulator wrong."""
+    from pondlib.devices.siracusa.sim import gemm_acc
+
+    want = ((sum(a * c for a, c in zip(x, w)) + b + 2**31) % 2**32) - 2**31
+    got = gemm_acc(np.array([x]), np.array(w)[:, None], np.array([b]))
+    assert got.tolist() == [[want]]
+
+
+# -- report, constraints and cycle table: argument types -------------------------------------------
+SPEC_LIF = mapper([GemmLayer("fc", W1), IntLIFLayer("lif", 0.9, 1.0, n=16)], calibration=RNG.normal(size=(3, 5, 4)))
+
+
+def test_report_functions_refuse_other_types_naming_the_argument():
+    from pondlib.devices.siracusa import report
+
+    rec = {"lif/spikes": np.zeros((3, 5, 16))}
+    for bad in (3, "spec", None, CFG):
+        assert_pond_error(report.resource_usage, bad, "siracusa", error=ConfigError, match="spec")
+        assert_pond_error(report.quantization_summary, bad, error=ConfigError, match="spec")
+        assert_pond_error(report.float_vs_chip_gaps, bad, rec, rec["lif/spikes"], 0.02, 1e-3, error=ConfigError)
+    for bad in (3, [], "nope", 2.5):
+        assert_pond_error(report.limit_rows, bad, error=ConfigError, match="variant")
+        assert_pond_error(report.resource_usage, SPEC_LIF, bad, error=ConfigError, match="variant")
+    no_lif = mapper(net(), calibration=X)
+    assert_pond_error(report.float_vs_chip_gaps, no_lif, rec, rec["lif/spikes"], 0.02, 1e-3, match="LIF layer")
+
+
+@SOME
+@given(
+    st.sampled_from(["record", "spikes", "float_spikes", "tau_mem", "dt"]).flatmap(
+        lambda k: st.tuples(
+            st.just(k),
+            st.one_of(bad_positive_floats(), non_finite_arrays((3, 5, 16)), st.just({"x/spikes": np.zeros(2)})),
+        )
+    )
+)
+def test_float_vs_chip_gaps_checks_every_argument(arg):
+    from pondlib.devices.siracusa import report
+
+    key, value = arg
+    args = {"spikes": np.zeros((3, 5, 16)), "float_spikes": np.zeros((3, 5, 16)), "tau_mem": 0.02, "dt": 1e-3}
+    args[key] = value
+    record = value if key == "record" else {"lif/spikes": args["spikes"]}
+    call = (report.float_vs_chip_gaps, SPEC_LIF, record, args["float_spikes"], args["tau_mem"], args["dt"])
+    err = assert_pond_error(*call, error=SimulationError)
+    assert {"record": "record", "spikes": "lif/spikes"}.get(key, key) in str(err)
+
+
+def test_float_vs_chip_gaps_of_a_tiny_time_constant_is_a_full_decay():
+    """Documented tolerant behaviour: tau_mem far below dt gives a float decay of 0, no warning."""
+    from pondlib.devices.siracusa import report
+
+    rec = {"lif/spikes": np.ones((3, 5, 16))}
+    g = report.float_vs_chip_gaps(SPEC_LIF, rec, np.zeros((3, 5, 16)), 1e-320, 1.0)
+    assert g.decay_float == 0.0 and g.rate_chip == 1.0
+
+
+def test_constraint_helpers_refuse_other_types():
+    from pondlib.devices.siracusa.config import layer_ranges
+    from pondlib.devices.siracusa.cycles import format_cycle_table
+
+    cfg = SiracusaConfig(layers=(GEMM,), n_input=4)
+    assert_pond_error(layer_ranges, "cfg", error=ConfigError, match="config")
+    assert_pond_error(check_constraints, cfg, plans=3, error=ConfigError, match="plans")
+    assert_pond_error(check_constraints, cfg, plans=[3], error=ConfigError, match="plans[0]")
+    assert_pond_error(check_constraints, cfg, placement="L2", error=ConfigError, match="placement")
+    assert_pond_error(format_cycle_table, 3, error=ConfigError, match="rows")
+    assert_pond_error(format_cycle_table, [3], error=ConfigError, match="rows[0]")
+    assert format_cycle_table(cycle_table(cfg)).startswith("layer")
+
+
+@FEW
+@given(st.sampled_from(["alpha", "threshold"]), st.sampled_from([-0.5, 1.5, -1.0, 0.0]))
+def test_float_lif_arrays_changed_after_construction_are_violations(key, value):
+    """The layer arrays are mutable: the mapper checks them again and never clips them silently."""
+    lif = IntLIFLayer("lif", 0.9, 1.0, n=16)
+    getattr(lif, key)[3] = value
+    if key == "alpha" and 0 <= value <= 1 or key == "threshold" and value > 0:
+        return
+    with pytest.raises(ConstraintError) as err:
+        mapper([GemmLayer("fc", W1), lif], calibration=RNG.normal(size=(3, 5, 4)))
+    assert [(v.rule, v.module) for v in err.value.violations] == [("invalid_parameter", "lif")]
+    assert f"{key}[3]" in str(err.value)
+
+
+# -- valid input: random integer deployments run deterministically and in range --------------------
+@st.composite
+def _configs(draw):
+    n_in = draw(st.integers(1, 6))
+    n_hid = draw(st.integers(1, 6))
+    ints = st.integers(-128, 127)
+    w1 = np.array(draw(st.lists(ints, min_size=n_in * n_hid, max_size=n_in * n_hid))).reshape(n_in, n_hid)
+    s = draw(st.integers(0, 12))
+    rq = RequantShift(
+        mul=draw(st.integers(1, 2**8)), add=draw(st.integers(-(2**8), 2**8)), div=2**s, signed=draw(st.booleans())
+    )
+    layers = [QGemm("fc1", w1, requant=rq)]
+    if draw(st.booleans()):
+        w2 = np.array(draw(st.lists(ints, min_size=n_hid * 3, max_size=n_hid * 3))).reshape(n_hid, 3)
+        layers.append(QGemm("fc2", w2))  # raw int32 accumulator into a LIF
+        layers.append(
+            QLIF(
+                "lif",
+                beta_mul=draw(st.integers(0, 2**6)),
+                in_mul=draw(st.integers(0, 2**6)),
+                add=draw(st.integers(-64, 64)),
+                shift=6,
+                threshold=np.full(3, draw(st.integers(1, 2**14))),
+                reset=draw(st.sampled_from(["subtract", "zero"])),
+                compare=draw(st.sampled_from([">=", ">"])),
+            )
+        )
+    return SiracusaConfig(layers=tuple(layers), n_input=n_in)
+
+
+@SOME
+@given(_configs(), st.data())
+def test_valid_deployments_run_deterministically_with_outputs_in_range(cfg, data):
+    sim = SiracusaSim(cfg, validate=False)  # the chip's overflow rules are the caller's; the model stays exact
+    t = data.draw(st.integers(1, 6))
+    n = cfg.n_input
+    x = np.array(data.draw(st.lists(st.integers(-128, 127), min_size=t * n, max_size=t * n))).reshape(t, n)
+    a = sim.evolve(x, record=True)
+    sim.reset_state()
+    b = sim.evolve(x, record=True)
+    assert np.array_equal(a[0], b[0]) and all(np.array_equal(a[2][k], b[2][k]) for k in a[2])
+    same = SiracusaSim(cfg.replace(), validate=False).evolve(x)[0]  # a copied configuration: the same run
+    assert np.array_equal(same, a[0])
+    last = cfg.layers[-1]
+    lo, hi = (0, 1) if isinstance(last, QLIF) else last.requant.out_range
+    assert a[0].dtype == np.int64 and a[0].shape == (t, last.n_out)
+    assert np.all((a[0] >= lo) & (a[0] <= hi))
+    for key, v in a[2].items():
+        assert v.dtype == np.int64 and np.all((v >= -(2**31)) & (v < 2**31)), key

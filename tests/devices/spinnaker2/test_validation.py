@@ -670,3 +670,194 @@ def test_f32_fma_refuses_non_float32_operands(key, value):
         return
     assert_pond_error(f32_fma, **ops, error=SimulationError, match=key)
     assert_pond_error(f32_fma, np.float32(3e38), np.float32(3e38), 0.0, error=SimulationError, match="float32")
+
+
+# -- report functions ------------------------------------------------------------------------------
+def test_report_functions_refuse_other_types_naming_the_argument():
+    from pondlib.devices.spinnaker2 import report
+
+    rec = {"lif.spikes": np.zeros((4, 2))}
+    x = np.zeros((4, 3))
+    for bad in (3, "spec", None, CONFIG):
+        assert_pond_error(report.resource_usage, bad, "chip", error=ConfigError, match="spec")
+        assert_pond_error(report.quantization_summary, bad, error=ConfigError, match="spec")
+        assert_pond_error(report.float_vs_chip_gaps, bad, x, rec, np.zeros(4), error=ConfigError, match="spec")
+    for bad in (3, [], "nope", 2.5):
+        assert_pond_error(report.limit_rows, bad, error=ConfigError, match="variant")
+        assert_pond_error(report.resource_usage, SPEC, bad, error=ConfigError, match="variant")
+    assert report.limit_rows("board") == report.limit_rows(get_limits("board"))  # documented: a name works
+
+
+@FEW
+@given(st.one_of(bad_types().filter(lambda v: v is not None), st.just({"other.spikes": np.zeros(2)})))
+def test_report_records_must_hold_the_population_spikes(record):
+    from pondlib.devices.spinnaker2 import report
+
+    err = assert_pond_error(report.resource_usage, SPEC, "chip", record, error=SimulationError, match="record")
+    assert "lif.spikes" in str(err)
+    assert_pond_error(
+        report.float_vs_chip_gaps, SPEC, np.zeros((4, 3)), record, np.zeros(4), error=SimulationError, match="record"
+    )
+
+
+@FEW
+@given(
+    st.sampled_from(["x", "spikes", "float_spikes"]),
+    st.one_of(non_finite_arrays((4, 3)), wrong_dtype_arrays((4, 3)), ragged_lists(), NOT_ARRAYS),
+)
+def test_float_vs_chip_gaps_refuses_bad_arrays(key, value):
+    from pondlib.devices.spinnaker2 import report
+
+    args = {"x": np.zeros((4, 3)), "spikes": np.zeros((4, 2)), "float_spikes": np.zeros((4, 2)), key: value}
+    err = assert_pond_error(
+        report.float_vs_chip_gaps,
+        SPEC,
+        args["x"],
+        {"lif.spikes": args["spikes"]},
+        args["float_spikes"],
+        error=SimulationError,
+    )
+    assert {"x": "x", "spikes": "lif.spikes", "float_spikes": "float_spikes"}[key] in str(err)
+
+
+def test_float_vs_chip_gaps_checks_the_input_width():
+    from pondlib.devices.spinnaker2 import report
+
+    assert_pond_error(
+        report.float_vs_chip_gaps,
+        SPEC,
+        np.zeros((4, 5)),
+        {"lif.spikes": np.zeros((4, 2))},
+        np.zeros(4),
+        error=SimulationError,
+        match="x shape",
+    )
+
+
+# -- the public LIF step ---------------------------------------------------------------------------
+P2 = LIFParams.from_arrays(threshold=[1.0, 2.0], alpha=[0.5, 0.9], exc_decay=0.5, inh_decay=0.5)
+
+
+def _state(b=1):
+    from pondlib.devices.spinnaker2.sim import LIFState
+
+    return LIFState.zeros((2,), b)
+
+
+@SOME
+@given(
+    st.sampled_from(["exc_in", "inh_in"]),
+    st.one_of(
+        non_finite_arrays((1, 2)),
+        wrong_dtype_arrays((1, 2)),
+        ragged_lists(),
+        NOT_ARRAYS,
+        st.sampled_from([np.full((1, 2), -1), np.full((1, 2), 0.5), np.full((1, 2), 2**53), np.zeros((1, 3), int)]),
+        st.sampled_from([np.zeros(2, int), np.zeros((2, 2), int), np.zeros((1, 1, 2), int)]),
+    ),
+)
+def test_lif_step_refuses_bad_synaptic_input(key, value):
+    from pondlib.devices.spinnaker2.sim import lif_step
+
+    args = {"exc_in": np.zeros((1, 2), int), "inh_in": np.zeros((1, 2), int), key: value}
+    err = assert_pond_error(
+        lif_step, P2, _state(), args["exc_in"], args["inh_in"], True, LIFOptions(), error=SimulationError
+    )
+    assert key in str(err) or "shapes" in str(err)
+
+
+@FEW
+@given(st.sampled_from(["p", "s", "has_current", "options"]), st.one_of(bad_types(), st.just(LIFOptions(fma="no"))))
+def test_lif_step_refuses_bad_parameters_state_and_flags(key, value):
+    from pondlib.devices.spinnaker2.sim import lif_step
+
+    args = {"p": P2, "s": _state(), "has_current": True, "options": LIFOptions(), key: value}
+    if key == "has_current" and isinstance(value, bool):
+        return  # both are valid
+    z = np.zeros((1, 2), int)
+    err = assert_pond_error(
+        lif_step, args["p"], args["s"], z, z, args["has_current"], args["options"], error=ConfigError
+    )
+    assert key in str(err) or "option" in str(err)
+
+
+def test_lif_step_refuses_a_state_of_another_size():
+    from pondlib.devices.spinnaker2.sim import LIFState, lif_step
+
+    z = np.zeros((1, 2), int)
+    assert_pond_error(lif_step, P2, LIFState.zeros((3,), 1), z, z, True, LIFOptions(), match="shapes")
+    bad = _state()._replace(v=np.full((1, 2), np.nan, np.float32))
+    assert_pond_error(lif_step, P2, bad, z, z, True, LIFOptions(), error=SimulationError, match="s.v")
+    assert_pond_error(LIFState.zeros, "N", 1, error=ConfigError, match="shape")
+    assert_pond_error(LIFState.zeros, (2,), 0, error=ConfigError, match="batch")
+
+
+@SOME
+@given(
+    st.lists(st.tuples(st.integers(0, 2**20), st.integers(0, 2**20)), min_size=1, max_size=6),
+    st.booleans(),
+    st.booleans(),
+)
+def test_lif_step_is_deterministic_and_finite_on_valid_input(rows, has_current, fma):
+    """Property on valid input: the checked step equals itself, spikes are booleans, the state finite."""
+    from pondlib.devices.spinnaker2.sim import lif_step
+
+    opts = LIFOptions(fma=fma)
+    runs = []
+    for _ in range(2):
+        s, out = _state(), []
+        for e, h in rows:
+            spk, s = lif_step(P2, s, np.array([[e, h]]), np.array([[h, e]]), has_current, opts)
+            out.append(spk.copy())
+            assert spk.dtype == bool and all(np.all(np.isfinite(getattr(s, k))) for k in ("v", "i_exc", "i_inh"))
+        runs.append(np.array(out))
+    assert np.array_equal(runs[0], runs[1])
+
+
+# -- valid input: random networks map, encode losslessly and simulate in range ----------------------
+@st.composite
+def _networks(draw):
+    n_in, n_out = draw(st.integers(1, 6)), draw(st.integers(1, 5))
+    w = np.array(draw(st.lists(st.floats(-2, 2), min_size=n_in * n_out, max_size=n_in * n_out))).reshape(n_in, n_out)
+    if not np.any(w):
+        w[0, 0] = 1.0
+    thr = draw(st.floats(0.1, 5.0))
+    model = draw(st.sampled_from(["lif", "lif_curr_exp", "lif_no_delay", "lif_curr_exp_no_delay"]))
+    max_delay = 0 if model.endswith("no_delay") else 7
+    d = np.array(draw(st.lists(st.integers(0, max_delay), min_size=w.size, max_size=w.size))).reshape(w.shape)
+    lin = LinearWeights._factory(n_in, n_out, "w", None, w)
+    lif = LIFNeurons._factory(n_out, n_out, "lif", None, tau_mem=0.02, tau_syn=0.005, threshold=thr, bias=0.0)
+    connect_modules(lin, lif)
+    return GraphHolder(list(lin.input_nodes), list(lif.output_nodes), "g"), model, d
+
+
+@SOME
+@given(_networks(), st.data())
+def test_configuration_round_trip_is_lossless_and_runs_in_range(case, data):
+    """Encoding every synapse into words and decoding it again gives back the specification's integer
+    weights and delays exactly; the simulator is deterministic, its spikes 0/1 and its state finite."""
+    g, model, d = case
+    spec = mapper(g, neuron_model=model, delays={"w": d})
+    config, ok, message = config_from_specification(spec)
+    assert ok, message
+    (proj,) = spec.projections
+    word = config.model.word
+    w_back = np.zeros_like(proj.weights)
+    d_back = np.zeros_like(proj.delays)
+    for pe in config.pes:
+        w, dl, idx = decode_words(pe.words, word)
+        pre = np.repeat(pe.row_neuron, np.diff(pe.row_ptr))
+        w_back[pre, pe.start + idx] = w
+        d_back[pre, pe.start + idx] = dl
+    assert np.array_equal(w_back, proj.weights)
+    assert np.array_equal(d_back[proj.weights != 0], proj.delays[proj.weights != 0])
+    n_in = spec.n_input
+    t = data.draw(st.integers(1, 8))
+    x = np.array(data.draw(st.lists(st.integers(0, 3), min_size=t * n_in, max_size=t * n_in))).reshape(t, n_in)
+    sim = SpiNNaker2Sim.from_config(config)
+    a = sim.evolve(x, record=True)
+    sim.reset_state()
+    b = sim.evolve(x, record=True)
+    assert np.array_equal(a[0], b[0]) and all(np.array_equal(a[2][k], b[2][k]) for k in a[2])
+    assert a[0].dtype == np.int32 and set(np.unique(a[0])) <= {0, 1}
+    assert np.all(np.isfinite(a[2]["lif.v"])) and np.all(np.isfinite(a[2]["lif.i_syn"]))
