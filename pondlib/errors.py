@@ -9,8 +9,10 @@ Every error pondlib raises on bad input is a :class:`PondError` subclass whose m
     ├── QuantizationError   a quantizer cannot represent its input
     ├── ConfigError         a hardware configuration is out of range or malformed
     ├── NIRError            a NIR file or graph cannot be read or written faithfully
-    └── SimulationError     bad simulator input (shape, dtype, NaN, out-of-range counts)
-        └── DeviceError     a (mock) board is gone, timed out, or was changed under us
+    ├── ONNXError           an ONNX file, node, op or quantization scale cannot be imported faithfully
+    ├── SimulationError     bad simulator input (shape, dtype, NaN, out-of-range counts)
+    │   └── DeviceError     a (mock) board is gone, timed out, or was changed under us
+    └── CodegenError        a model cannot be emitted as C faithfully, or its C failed to build or run
 
 The errors that concern values also derive from :class:`ValueError` so that generic handlers keep
 working.
@@ -39,6 +41,8 @@ __all__ = [
     "NIRError",
     "SimulationError",
     "DeviceError",
+    "ONNXError",
+    "CodegenError",
     "Violation",
 ]
 
@@ -121,6 +125,16 @@ class SimulationError(PondError, ValueError):
 
 class DeviceError(SimulationError):
     """A board disconnected, a read timed out, or its memory changed under a running configuration."""
+
+
+class ONNXError(PondError, ValueError):
+    """An ONNX file cannot be read, or a node, op, attribute, shape or quantization scale cannot be imported
+    faithfully (the message names the node and the op)."""
+
+
+class CodegenError(PondError, ValueError):
+    """A model cannot be generated as C faithfully (an unsupported node, an integer path that could overflow),
+    or the generated C failed to compile or run (the compiler's message is kept in the error)."""
 
 
 class Violation:

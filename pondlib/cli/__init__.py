@@ -10,6 +10,9 @@ Commands (one module each; see its docstring):
   (:mod:`pondlib.cli.map`).
 * ``pond simulate CONFIG --input RASTER.npy [--record OUT.npz]``: run a saved Xylo configuration with the
   bit-exact simulator (:mod:`pondlib.cli.simulate`).
+* ``pond compile MODEL --numerics float32|xylo|spinnaker2|siracusa -o DIR [--target host|cortex-m4|rv32]
+  [--check RASTER.npy]``: generate C for a network or Xylo configuration, print its memory report, build it
+  and check it bit for bit against pondlib's simulator (:mod:`pondlib.cli.compile`).
 * ``pond devices``: every device variant and its limits (:mod:`pondlib.cli.devices`).
 * ``pond explore [MODEL] [--memory SIZE] ...``: rank the spatio-temporal schedules of a network on a
   memory-constrained core (:mod:`pondlib.cli.explore`).
@@ -37,6 +40,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from pondlib.cli import compile as compile_command
 from pondlib.cli import demo, devices, explore, simulate
 from pondlib.cli import map as map_command
 from pondlib.cli.args import Parser, UsageError
@@ -52,6 +56,7 @@ _COMMANDS: dict[str, ModuleType] = {
     "demo": demo,
     "map": map_command,
     "simulate": simulate,
+    "compile": compile_command,
     "devices": devices,
     "explore": explore,
 }

@@ -1,0 +1,334 @@
+"""``pond compile MODEL --numerics float32|xylo|spinnaker2|siracusa -o DIR [--target host|cortex-m4|rv32]
+[--check RASTER.npy] [--name NAME]``: generate C for a network or a device configuration
+(:mod:`pondlib.codegen`), write the sources into DIR and print the memory report (flash, RAM, per buffer).
+
+MODEL is a NIR file (``.nir``, with ``--dt`` / ``--reset`` as ``pond map`` takes them), a network saved with
+:func:`pondlib.io.save_network` (``.pond``) or a Xylo configuration saved with ``XyloConfig.save`` (``.npz``,
+``--numerics xylo`` only). A network is mapped to the device of the numerics first (Xylo: mapper, per-channel
+quantization, configuration; SpiNNaker2: mapper and configuration; Siracusa: mapper calibrated on the
+``--check`` raster, or on synthetic events without one); ``float32`` emits the float model itself.
+
+``--target`` builds the program: ``host`` with the system C compiler, ``cortex-m4`` / ``rv32`` with the
+ziglang cross compiler (:mod:`pondlib.codegen.cross`, run emulated with unicorn). ``--check RASTER.npy``
+(``(T, N_in)`` or ``(B, T, N_in)``; event counts for xylo and spinnaker2, floats for float32 and siracusa)
+runs the raster through the build (``--target host`` when not given) and through pondlib's own simulator
+(the float model, ``XyloSim``, ``SpiNNaker2Sim``, ``SiracusaSim``) and prints the verdict: bit-exact, or the
+number of differing outputs (exit status 1).
+
+Errors are one ``error:`` line (exit status 1): a missing or unreadable MODEL, a model the numerics cannot
+emit (an unsupported module names itself), a failed compile (the compiler's message), a bad raster.
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pond")
+    >>> add_parser(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["compile", "net.pond", "--numerics", "xylo", "-o", "out", "--target", "rv32"])
+    >>> args.model, args.numerics, args.out, args.target, args.check, args.name
+    ('net.pond', 'xylo', 'out', 'rv32', None, 'net')
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from pondlib.cli.args import UsageError, load_array, positive_float, read_network
+from pondlib.cli.render import notes, result_table, stage, table
+from pondlib.errors import PondError
+
+__all__ = ["NUMERICS", "TARGETS", "add_parser", "run"]
+
+#: ``--numerics`` choices (the keys of ``pondlib.codegen.NUMERICS``; a test checks that they agree).
+NUMERICS = ("float32", "xylo", "spinnaker2", "siracusa")
+#: ``--target`` choices.
+TARGETS = ("host", "cortex-m4", "rv32")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``compile`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``)."""
+    cp = subparsers.add_parser(
+        "compile",
+        help="generate C for a network or Xylo configuration; build it and check it against pondlib",
+        description="Generate plain C11 for MODEL with the numerics of a device, write it into DIR, print the "
+        "memory report; optionally build it (host or emulated microcontroller) and check it bit for bit "
+        "against pondlib's simulator.",
+    )
+    cp.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a NIR file (.nir), a network saved with pondlib.io.save_network (.pond) or a saved Xylo "
+        "configuration (.npz)",
+    )
+    cp.add_argument("--numerics", required=True, choices=NUMERICS, help="the numerics of the generated C")
+    cp.add_argument("-o", "--out", required=True, metavar="DIR", help="folder for the sources (created if missing)")
+    cp.add_argument(
+        "--target",
+        choices=TARGETS,
+        default=None,
+        help="build for host (system cc), cortex-m4 (Cortex-M4F) or rv32 (RV32IMC), both emulated",
+    )
+    cp.add_argument(
+        "--check",
+        metavar="RASTER.npy",
+        default=None,
+        help="input (T, N_in) or (B, T, N_in): run it through the build and pondlib's simulator and compare",
+    )
+    cp.add_argument("--name", default="net", help="C prefix of every symbol and file stem (default net)")
+    cp.add_argument(
+        "--dt",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="NIR only: the time step, when the file's convention does not store it",
+    )
+    cp.add_argument(
+        "--reset",
+        choices=("v_reset", "subtract", "zero"),
+        default="v_reset",
+        help="NIR only: the reset the network was trained with (default v_reset)",
+    )
+
+
+def run(console: Any, args: argparse.Namespace) -> int:
+    """Generate, write, report; build with ``--target``; compare with ``--check`` (1 when not bit-exact)."""
+    path = Path(args.model)
+    _check_model_path(path)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise PondError("the output folder is a file", where=str(out), fix="name a folder with -o")
+    raster = load_array(args.check, "check raster", "--check") if args.check is not None else None
+    if raster is not None and raster.ndim not in (2, 3):
+        raise PondError(
+            "check raster shape",
+            value=tuple(raster.shape),
+            limit="(T, N_in) or (B, T, N_in)",
+            where=str(args.check),
+        )
+    with stage(console, "Importing the pipeline"):
+        import numpy as np  # noqa: F401  (heavy imports under the spinner)
+
+        import pondlib.codegen  # noqa: F401
+    model, reference = _device_model(console, args, path, raster)
+    from pondlib.codegen import generate
+
+    with stage(console, f"Generating C ({args.numerics} numerics)") as st:
+        program = generate(model, args.numerics, name=args.name)
+        program.write(out)
+        st["note"] = f"{len(program.sources)} files in {out}"
+    _memory_tables(console, program)
+    notes(console, program.notes, "codegen note")
+    target = args.target or ("host" if raster is not None else None)
+    if target is None:
+        return 0
+    runner = _build(console, program, target, out)
+    if raster is None:
+        return 0
+    return _check(console, program, target, runner, reference, raster, args)
+
+
+def _check_model_path(path: Path) -> None:
+    if not path.exists():
+        raise PondError("model file not found", where=str(path), fix="MODEL is a .nir, .pond or Xylo .npz file")
+    if not path.is_file():
+        raise PondError("model file is not a regular file", where=str(path), fix="MODEL is a .nir, .pond or .npz file")
+
+
+def _load_network(console: Any, args: argparse.Namespace, path: Path) -> Any:
+    if path.suffix.lower() == ".nir":
+        from pondlib.interop import load_nir
+
+        imp = load_nir(path, dt=args.dt, reset=args.reset)
+        console.print(
+            f"[bold]model[/]: {path} (NIR, convention {imp.convention}, dt {imp.dt:g} s, reset {imp.reset}) "
+            f"-> {type(imp.module).__name__}",
+            highlight=False,
+        )
+        notes(console, imp.notes, "NIR import")
+        return imp.module
+    if args.dt is not None or args.reset != "v_reset":
+        raise UsageError("pond compile: --dt and --reset apply to NIR files only")
+    net, head = read_network(str(path))
+    console.print(f"[bold]model[/]: {path} (pondlib network): {head.get('summary')}", highlight=False)
+    return net
+
+
+def _device_model(console: Any, args: argparse.Namespace, path: Path, raster: Any) -> tuple[Any, Any]:
+    """``(model to emit, reference(x) -> y)`` for the numerics: the network or its device configuration."""
+    import numpy as np
+
+    if path.suffix.lower() == ".npz":
+        if args.numerics != "xylo":
+            raise PondError(
+                "a Xylo configuration (.npz) compiles with --numerics xylo only",
+                where=str(path),
+                fix="pass --numerics xylo, or a .nir / .pond network for the other numerics",
+            )
+        if args.dt is not None or args.reset != "v_reset":
+            raise UsageError("pond compile: --dt and --reset apply to NIR files only")
+        from pondlib.devices.xylo.config import XyloConfig
+
+        config = XyloConfig.load(path)
+        console.print(f"[bold]model[/]: {path} (Xylo configuration, {config.limits_name})", highlight=False)
+        return config, _xylo_reference(config)
+    net = _load_network(console, args, path)
+    if args.numerics == "float32":
+
+        def reference(x: Any) -> Any:
+            y, _, _ = net(np.asarray(x, dtype=np.float32))
+            return np.asarray(y)
+
+        return net, reference
+    if args.numerics == "xylo":
+        from pondlib.devices.xylo import mapper
+        from pondlib.devices.xylo.config import config_from_specification
+        from pondlib.transform import channel_quantize
+
+        with stage(console, "Mapping to Xylo, quantizing (per channel), configuring"):
+            config, ok, message = config_from_specification(channel_quantize(mapper(net)))
+        if not ok:
+            raise PondError("the Xylo configuration is invalid", value=message, where=str(path))
+        return config, _xylo_reference(config)
+    if args.numerics == "spinnaker2":
+        from pondlib.devices.spinnaker2.report import configure, map_network
+        from pondlib.devices.spinnaker2.sim import SpiNNaker2Sim
+
+        with stage(console, "Mapping to SpiNNaker2, configuring"):
+            spec, late = map_network(net, None, "lif_curr_exp")
+            config = configure(spec, "pond compile")
+        notes(console, late, "warning")
+
+        def reference_s2(x: Any) -> Any:
+            return np.asarray(SpiNNaker2Sim.from_config(config).evolve(x)[0])
+
+        return config, reference_s2
+    from pondlib.devices.siracusa.config import config_from_specification as siracusa_config
+    from pondlib.devices.siracusa.report import map_network as siracusa_map
+    from pondlib.devices.siracusa.sim import SiracusaSim, quantize_input
+
+    if raster is not None:
+        calib = np.asarray(raster, dtype=np.float64)
+        source = "the --check raster"
+    else:
+        calib = (np.random.default_rng(0).random((32, 50, net.size_in)) < 0.2).astype(np.float64)
+        source = "synthetic binary events"
+    with stage(console, f"Mapping to Siracusa, calibrating on {source}"):
+        _, spec = siracusa_map(net, None, calib, False)
+        config, ok, message = siracusa_config(spec)
+    if not ok:
+        raise PondError("the Siracusa configuration is invalid", value=message, where=str(path))
+
+    def reference_sir(x: Any) -> Any:
+        return np.asarray(SiracusaSim.from_config(config).evolve(x)[0])
+
+    reference_sir.quantize = lambda x: quantize_input(x, config)  # type: ignore[attr-defined]
+    return config, reference_sir
+
+
+def _xylo_reference(config: Any) -> Any:
+    import numpy as np
+
+    from pondlib.devices.xylo import XyloSim
+
+    def reference(x: Any) -> Any:
+        return np.asarray(XyloSim.from_config(config).evolve(x)[0])
+
+    return reference
+
+
+def _memory_tables(console: Any, program: Any) -> None:
+    mem = program.memory
+    console.print(
+        result_table(
+            f"Memory of {program.name} (one sample, {program.numerics} numerics)",
+            [
+                ("flash (constants)", f"{mem.flash_bytes:,} bytes"),
+                ("RAM", f"{mem.ram_bytes:,} bytes"),
+                ("  state", f"{mem.state_bytes:,} bytes"),
+                ("  scratch arena", f"{mem.scratch_bytes:,} bytes ({mem.scratch_unshared_bytes:,} without sharing)"),
+                ("step I/O", f"{program.io.n_in} x {program.io.in_ctype} in, {program.io.n_out} x "
+                 f"{program.io.out_ctype} out"),
+            ],
+        )
+    )  # fmt: skip
+    t = table(
+        "Buffers",
+        (("name", "left"), ("region", "left"), ("kind", "left"), ("type", "left"), ("count", "right"),
+         ("bytes", "right"), ("offset", "right")),
+    )  # fmt: skip
+    for row in mem.rows():
+        t.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row))
+    console.print(t)
+
+
+def _build(console: Any, program: Any, target: str, out: Path) -> Any:
+    """Build for ``target``; return ``run(x) -> (y, instructions per step or None)``."""
+    if target == "host":
+        from pondlib.codegen.toolchain import compile_host, run_host
+
+        with stage(console, "Compiling for the host (cc -O2)") as st:
+            exe = compile_host(program, out)
+            st["note"] = str(exe)
+
+        def run_on_host(x: Any) -> Any:
+            return run_host(exe, program, x)[0], None
+
+        return run_on_host
+    from pondlib.codegen.cross import TARGETS as CROSS
+    from pondlib.codegen.cross import build_cross, run_cross
+
+    with stage(console, f"Cross-compiling for {CROSS[target].description} (zig cc -O2)") as st:
+        build = build_cross(program, target, out / target)
+        st["note"] = f"{build.elf}: {build.flash_bytes:,} bytes flash, {build.ram_bytes:,} bytes RAM (linked)"
+
+    def run_emulated(x: Any) -> Any:
+        y, _, ips = run_cross(build, x)
+        return y, ips
+
+    return run_emulated
+
+
+def _check(console: Any, program: Any, target: str, runner: Any, reference: Any, raster: Any, args: Any) -> int:
+    import numpy as np
+
+    x = raster if raster.ndim == 3 else raster[None]
+    io = program.io
+    if x.shape[2] != io.n_in:
+        raise PondError("check raster", value=tuple(raster.shape), limit=f"(B, T, {io.n_in})", where=str(args.check))
+    quantize = getattr(reference, "quantize", None)
+    if quantize is not None:
+        x = np.asarray(quantize(x))
+    elif io.in_dtype.kind != "f":
+        if not np.all(x == np.round(x)) or x.min() < 0:
+            raise PondError(
+                "check raster",
+                value="values that are not non-negative whole numbers",
+                limit=f"event counts for the {program.numerics} numerics",
+                where=str(args.check),
+            )
+        x = np.minimum(x, np.iinfo(io.in_dtype).max).astype(np.int64)
+    with stage(console, f"Running {x.shape[0]} x {x.shape[1]} steps on {target}") as st:
+        t0 = time.perf_counter()
+        y_c, ips = runner(x)
+        st["note"] = f"{time.perf_counter() - t0:.2f} s" + (f", {ips:,.0f} instructions per step" if ips else "")
+    with stage(console, "Running pondlib's simulator"):
+        y_ref = np.asarray(reference(x))
+    y_ref = y_ref.reshape(y_c.shape)
+    if program.numerics == "float32":
+        same = y_c.astype(np.float32).view(np.uint32) == y_ref.astype(np.float32).view(np.uint32)
+    else:
+        same = y_c.astype(np.int64) == y_ref.astype(np.int64)
+    diff = int((~same).sum())
+    rows = [("input", f"{args.check} {tuple(raster.shape)}"), ("target", target), ("outputs", f"{same.size:,}")]
+    if ips:
+        rows.append(("instructions per step", f"{ips:,.0f}"))
+    rows.append(("differing outputs", f"{diff:,}"))
+    console.print(result_table(f"Check of {program.name} against pondlib", rows, justify="left"))
+    if diff == 0:
+        console.print(f"[bold green]bit-exact[/]: all {same.size:,} outputs equal pondlib's", highlight=False)
+        return 0
+    console.print(f"[bold red]not bit-exact[/]: {diff:,} of {same.size:,} outputs differ", highlight=False)
+    if program.numerics == "float32":
+        notes(console, [n for n in program.notes if "order" in n.lower()][:1], "why")
+    return 1

@@ -1,0 +1,513 @@
+r"""``float32`` numerics: the float model of a ``pondlib.nn`` network as plain C11 (IEEE float32, no libm).
+
+:func:`emit` walks the network and writes one block of C per module; every coefficient that pondlib
+derives from the parameters (the LIF decays ``exp(-dt/tau)``, the NIR neurons' ``a``, ``dt/tau * r``,
+leak terms) is taken from the module's own ``parameters()`` -- the exact float32 values pondlib's float
+model uses -- and embedded as an exact hexadecimal constant, so the C computes no ``exp`` and needs no
+libm. The harness input is ``float x[N_IN]`` per step, the output ``float y[N_OUT]`` is the network's
+output at that step (spike counts for spiking layers, membranes for ``LI``/``CubaLI``/``Integrator``).
+
+Measured parity (``tests/codegen/test_float32.py``: the digits demo network, the golden float networks,
+the tutorial network, every shared NIR file, conv/pool and NIR-neuron chains; 5178 steps): no spike
+differs, membranes and currents within 5e-7 of each layer's range.
+
+Supported modules (anything else raises :class:`~pondlib.errors.CodegenError` naming the type and this
+list):
+
+=================================  ====================================================================
+module                             C, per step (all float32, evaluated left to right as written)
+=================================  ====================================================================
+``Sequential``                     the children in order, each reading the previous one's output
+``Residual``                       ``y[i] = block(x)[i] + x[i]``
+``GraphNetwork``                   nodes in pondlib's order; inputs into a node add left to right in
+                                   pondlib's source order; an edge cut in a cycle reads the source's
+                                   output of the previous step (a state buffer ``<node>/prev``)
+``Linear``                         ``y[j] = ((0 + x[0] W[0,j]) + x[1] W[1,j]) + ...`` then ``+ b[j]``
+                                   (inputs equal to 0 are skipped: the sum is the same)
+``LIF`` (k synapses, ``w_rec``,    ``a[c] = x[c] + sum_m s[m] W_rec[m,c]`` (m ascending, zero spikes
+caps)                              skipped); ``I[c] = (I[c] + a[c]) * beta[c]``;
+                                   ``P = (V alpha + (I[n,0] + ... + I[n,k-1])) + bias``;
+                                   ``s = P >= thr ? min(floor(P / thr), cap) : 0``; ``V = P - s thr``
+``NIRLIF``, ``CubaLIF``, ``LI``,   ``I = a_syn I + g_syn x``; ``v = (a_mem V + g_mem d) + c_mem``
+``CubaLI``, ``IF``,                (``d = I`` with a synapse, else ``x``); ``z = v > thr``; reset
+``Integrator``                     ``subtract``: ``v - z thr``, ``zero``: ``v (1 - z)``, ``v_reset``:
+                                   ``v (1 - z) + z v_reset``
+``Threshold``                      ``y = x > thr``
+``Scale``                          ``y = x * s``
+``Flatten``                        nothing (the flat layout is already the flattened one)
+``Delay``                          ``y[n] = x[t - d_n][n]``: a ring of the last ``max(d)`` inputs
+``Conv1d``, ``Conv2d``             ``y[o,i,j] = (sum over c, u, v ascending of x W) + b[o]`` (zero
+                                   padding, stride, dilation, groups; 1-D is 2-D of height 1; zero
+                                   inputs skipped)
+``SumPool2d``, ``AvgPool2d``       window sum (u, v ascending, zero padding); average: sum / (kh kw)
+=================================  ====================================================================
+
+Operation order. Each formula above is the order of pondlib's own JAX expressions (``lif_step``,
+``neuron_step``, ``GraphNetwork._sum``); ``-ffp-contract=off`` keeps every product and sum rounded
+separately (no FMA). The one place where the order cannot follow pondlib exactly is a dot product
+(``Linear``, ``w_rec``, convolutions): XLA's kernels may add the terms in blocks, so the C's sequential
+sum can differ from pondlib by a few float32 roundings. Spike decisions then differ only when a membrane lies
+within such a rounding of a threshold (``tests/codegen/test_float32.py`` checks exactly that).
+
+State buffers (recorded by the harness) are named after pondlib's record keys through
+:func:`buffer_name`: ``"1_LIF/vmem"`` (membrane after reset), ``"1_LIF/isyn"`` (N*k, neuron-major),
+``"1_LIF/spikes"``; NIR neurons keep ``isyn``, ``vmem_reset`` and ``spikes``; a ``Delay`` keeps
+``delay_ring`` and ``delay_pos``; a ``GraphNetwork`` keeps ``<node>/prev`` for every edge cut in a cycle.
+Feature maps are flat in pondlib's C order (channel, row, column). Activations between modules are
+scratch buffers that share the arena. Units are pondlib's: currents and voltages in the network's unit,
+one call per time step ``dt``.
+
+Example:
+    >>> import jax, numpy as np, tempfile
+    >>> from pondlib import nn
+    >>> from pondlib.codegen import compile_host, run_host
+    >>> net = nn.Sequential(nn.Linear(3, 4, key=jax.random.PRNGKey(0)), nn.LIF(4, tau_mem=0.01, tau_syn=0.005))
+    >>> prog = emit(net, name="tiny")
+    >>> [s.name for s in prog.io.states]
+    ['r_1_LIF__isyn', 'r_1_LIF__vmem', 'r_1_LIF__spikes']
+    >>> x = np.random.default_rng(0).random((2, 20, 3)).astype(np.float32) * 3
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     y, rec = run_host(compile_host(prog, d), prog, x, record=True)
+    >>> ref, _, rec_ref = net(x, record=True)
+    >>> bool(np.array_equal(y, np.asarray(ref)))
+    True
+    >>> bool(np.allclose(rec[buffer_name("1_LIF/vmem")], rec_ref["1_LIF/vmem"], rtol=1e-5, atol=1e-6))
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from pondlib.codegen.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
+from pondlib.errors import CodegenError
+from pondlib.nn.combinators import Residual, Sequential
+from pondlib.nn.graphnet import GraphNetwork
+from pondlib.nn.layers import AvgPool2d, Conv1d, Conv2d, Delay, Flatten, Scale, SumPool2d
+from pondlib.nn.lif import LIF
+from pondlib.nn.linear import Linear
+from pondlib.nn.neurons import IF, LI, NIRLIF, CubaLI, CubaLIF, Integrator, Threshold
+
+__all__ = ["SUPPORTED", "emit", "buffer_name"]
+
+#: The module types :func:`emit` writes as C.
+SUPPORTED = (
+    "Sequential",
+    "Residual",
+    "GraphNetwork",
+    "Linear",
+    "LIF",
+    "NIRLIF",
+    "CubaLIF",
+    "LI",
+    "CubaLI",
+    "IF",
+    "Integrator",
+    "Threshold",
+    "Scale",
+    "Flatten",
+    "Delay",
+    "Conv1d",
+    "Conv2d",
+    "SumPool2d",
+    "AvgPool2d",
+)
+
+
+def buffer_name(key: str) -> str:
+    """The C state buffer that holds pondlib's record ``key`` (``"1_LIF/vmem"`` -> ``"r_1_LIF__vmem"``).
+
+    Example:
+        >>> buffer_name("lif1/vmem_reset"), buffer_name("a.b/isyn")
+        ('r_lif1__vmem_reset', 'r_a_b__isyn')
+    """
+    return "r_" + re.sub(r"[^A-Za-z0-9_]", "_", key.replace("/", "__"))
+
+
+def _f32(value: Any) -> np.ndarray:
+    return np.asarray(value, dtype=np.float32).reshape(-1)
+
+
+class _Ctx:
+    """Collects constants, buffers and C lines; scratch lifetimes are counted in operations (modules)."""
+
+    def __init__(self) -> None:
+        self.constants: list[Constant] = []
+        self.states: list[Buffer] = []
+        self.scratch: dict[str, list[int]] = {}  # name -> [count, first, last]
+        self.lines: list[str] = []
+        self.op = 0
+        self.count = 0
+
+    def _fresh(self, base: str) -> str:
+        self.count += 1
+        return f"{base}{self.count}"
+
+    def param(self, base: str, values: Any) -> Any:
+        """``index -> C expression`` for a parameter array: a literal when every value is equal (no flash),
+        else a constant array."""
+        v = _f32(values)
+        if v.size == 1 or np.all(v.view(np.uint32) == v.view(np.uint32)[0]):
+            lit = c_literal(v[0], "float")
+            return lambda idx: lit
+        name = self._fresh(f"k_{base}_")
+        self.constants.append(Constant(name, "float", v))
+        return lambda idx: f"{name}[{idx}]"
+
+    def array(self, base: str, values: Any) -> str:
+        name = self._fresh(f"k_{base}_")
+        self.constants.append(Constant(name, "float", _f32(values)))
+        return name
+
+    def state(self, key: str, count: int, ctype: str = "float") -> str:
+        name = buffer_name(key)
+        self.states.append(Buffer(name, ctype, int(count), "state"))
+        return name
+
+    def tmp(self, count: int) -> str:
+        name = self._fresh("h")
+        self.scratch[name] = [int(count), self.op, self.op]
+        return name
+
+    def use(self, name: str) -> str:
+        if name in self.scratch:
+            self.scratch[name][2] = max(self.scratch[name][2], self.op)
+        return name
+
+    def block(self, title: str, body: str) -> None:
+        self.lines.append(f"{{ /* {title} */\n" + "\n".join("    " + ln for ln in body.strip().splitlines()) + "\n}")
+        self.op += 1
+
+
+def _unsupported(module: Any, where: str) -> CodegenError:
+    return CodegenError(
+        f"module type {type(module).__name__} has no float32 C emitter (supported: {', '.join(SUPPORTED)})",
+        value=type(module).__name__,
+        limit="a supported module",
+        where=where or "model",
+        fix="build the network from the supported modules",
+    )
+
+
+# -- modules -------------------------------------------------------------------------------------
+def _linear(m: Linear, ctx: _Ctx, src: str, title: str) -> str:
+    n_in, n_out = m.n_in, m.n_out
+    w = ctx.array("w", np.asarray(m.weight, np.float32).T)  # (n_out, n_in): each output's row contiguous
+    out = ctx.tmp(n_out)
+    ctx.use(src)
+    bias = "" if m.bias is None else f"\n    acc = acc + {ctx.param('b', m.bias)('j')};"
+    ctx.block(
+        f"{title}: Linear {n_in} -> {n_out}",
+        f"for (int32_t j = 0; j < {n_out}; ++j) {{\n"
+        f"    const float *wj = &{w}[j * {n_in}];\n"
+        f"    float acc = 0.0f;\n"
+        f"    for (int32_t i = 0; i < {n_in}; ++i)\n"
+        f"        if ({src}[i] != 0.0f) acc = acc + {src}[i] * wj[i];{bias}\n"
+        f"    {out}[j] = acc;\n}}",
+    )
+    return out
+
+
+def _lif(m: LIF, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
+    p = m.parameters()
+    n, k = m.n_neurons, m.n_synapses
+    nk = n * k
+    beta = ctx.param("beta", p.beta)
+    alpha, thr, bias = ctx.param("alpha", p.alpha), ctx.param("thr", p.threshold), ctx.param("bias", p.bias)
+    isyn = ctx.state(prefix + "isyn", nk)
+    vmem = ctx.state(prefix + "vmem", n)
+    spk = ctx.state(prefix + "spikes", n)
+    ctx.use(src)
+    cap = c_literal(p.max_spikes, "float")
+    rec = ""
+    if p.w_rec is not None:
+        wr = ctx.array("wrec", np.asarray(p.w_rec, np.float32).T)  # (N*k, N): each channel's row contiguous
+        rec = (
+            f"    const float *wc = &{wr}[c * {n}];\n    float r = 0.0f;\n"
+            f"    for (int32_t m = 0; m < {n}; ++m)\n"
+            f"        if ({spk}[m] != 0.0f) r = r + {spk}[m] * wc[m];\n    in = in + r;\n"
+        )
+    syn = f"{isyn}[n * {k}]" + "".join(f" + {isyn}[n * {k} + {j}]" for j in range(1, k))
+    ctx.block(
+        f"{title}: LIF N={n} k={k}{' recurrent' if rec else ''} cap={p.max_spikes:g}",
+        f"for (int32_t c = 0; c < {nk}; ++c) {{\n    float in = {src}[c];\n{rec}"
+        f"    {isyn}[c] = ({isyn}[c] + in) * {beta('c')};\n}}\n"
+        f"for (int32_t n = 0; n < {n}; ++n) {{\n"
+        f"    const float syn = {syn};\n"
+        f"    const float v = {vmem}[n] * {alpha('n')} + syn + {bias('n')};\n"
+        f"    const float th = {thr('n')};\n"
+        f"    float s = 0.0f;\n"
+        f"    if (v >= th) {{\n        const float u = v / th;\n"
+        f"        s = u >= {cap} ? {cap} : (float)(int32_t)u;\n    }}\n"
+        f"    {vmem}[n] = v - s * th;\n    {spk}[n] = s;\n}}",
+    )
+    return spk
+
+
+def _nir_neuron(m: Any, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
+    p = m.parameters()
+    n = m.size_in
+    lines = [f"for (int32_t n = 0; n < {n}; ++n) {{"]
+    ctx.use(src)
+    if p.a_syn is not None:
+        isyn = ctx.state(prefix + "isyn", n)
+        a_syn, g_syn = ctx.param("asyn", p.a_syn), ctx.param("gsyn", p.g_syn)
+        lines.append(f"    {isyn}[n] = {a_syn('n')} * {isyn}[n] + {g_syn('n')} * {src}[n];")
+        drive = f"{isyn}[n]"
+    else:
+        drive = f"{src}[n]"
+    vmem = ctx.state(prefix + "vmem_reset", n)
+    a_mem, g_mem, c_mem = ctx.param("amem", p.a_mem), ctx.param("gmem", p.g_mem), ctx.param("cmem", p.c_mem)
+    lines.append(f"    const float v = {a_mem('n')} * {vmem}[n] + {g_mem('n')} * {drive} + {c_mem('n')};")
+    out = vmem
+    if p.threshold is None:
+        lines.append(f"    {vmem}[n] = v;")
+    else:
+        out = ctx.state(prefix + "spikes", n)
+        thr = ctx.param("thr", p.threshold)
+        lines.append(f"    const float z = v > {thr('n')} ? 1.0f : 0.0f;")
+        if p.reset == "subtract":
+            lines.append(f"    {vmem}[n] = v - z * {thr('n')};")
+        elif p.reset == "zero":
+            lines.append(f"    {vmem}[n] = v * (1.0f - z);")
+        else:
+            vr = ctx.param("vreset", p.v_reset)
+            lines.append(f"    {vmem}[n] = v * (1.0f - z) + z * {vr('n')};")
+        lines.append(f"    {out}[n] = z;")
+    lines.append("}")
+    reset = "" if p.threshold is None else f" reset={p.reset}"
+    ctx.block(f"{title}: {type(m).__name__} N={n}{reset}", "\n".join(lines))
+    return out
+
+
+def _threshold(m: Threshold, ctx: _Ctx, src: str, title: str) -> str:
+    n = m.size_in
+    thr = ctx.param("thr", m.threshold)
+    out = ctx.tmp(n)
+    ctx.use(src)
+    ctx.block(
+        f"{title}: Threshold N={n}",
+        f"for (int32_t n = 0; n < {n}; ++n) {out}[n] = {src}[n] > {thr('n')} ? 1.0f : 0.0f;",
+    )
+    return out
+
+
+def _scale(m: Scale, ctx: _Ctx, src: str, title: str) -> str:
+    n = m.size_in
+    s = ctx.param("scale", m.scale)
+    out = ctx.tmp(n)
+    ctx.use(src)
+    ctx.block(f"{title}: Scale N={n}", f"for (int32_t n = 0; n < {n}; ++n) {out}[n] = {src}[n] * {s('n')};")
+    return out
+
+
+def _delay(m: Delay, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
+    n, steps = m.size_in, [int(d) for d in m.steps]
+    depth = max(steps)
+    if depth == 0:
+        return src
+    ring = ctx.state(prefix + "delay_ring", depth * n)
+    pos = ctx.state(prefix + "delay_pos", 1, "int32_t")
+    if len(set(steps)) == 1:
+        dexpr = str(steps[0])
+    else:
+        dname = ctx._fresh("k_delay_")
+        ctx.constants.append(Constant(dname, "int32_t", np.asarray(steps, np.int32)))
+        dexpr = f"{dname}[n]"
+    out = ctx.tmp(n)
+    ctx.use(src)
+    ctx.block(
+        f"{title}: Delay N={n} max {depth} steps",
+        f"const int32_t p = {pos}[0];\n"
+        f"for (int32_t n = 0; n < {n}; ++n) {{\n"
+        f"    const int32_t d = {dexpr};\n"
+        f"    {out}[n] = d == 0 ? {src}[n] : {ring}[((p - d + {depth}) % {depth}) * {n} + n];\n"
+        f"    {ring}[p * {n} + n] = {src}[n];\n}}\n"
+        f"{pos}[0] = (p + 1) % {depth};",
+    )
+    return out
+
+
+def _conv(m: Conv1d | Conv2d, ctx: _Ctx, src: str, title: str) -> str:
+    """Convolution as direct loops; a 1-D convolution is a 2-D one of height 1."""
+    w = np.asarray(m.weight, np.float32)
+    if w.ndim == 3:
+        w = w[:, :, None, :]
+    pads = [(0, 0)] * (2 - len(m.pads)) + [tuple(p) for p in m.pads]
+    stride = (1,) * (2 - len(m.stride)) + tuple(m.stride)
+    dil = (1,) * (2 - len(m.dilation)) + tuple(m.dilation)
+    if len(m.input_shape) == 2:
+        (c_in, w_in), h_in, h_out, w_out = m.input_shape, 1, 1, m.output_shape[1]
+    else:
+        (c_in, h_in, w_in), (_, h_out, w_out) = m.input_shape, m.output_shape
+    c_out, cpg, kh, kw = w.shape
+    opg = c_out // m.groups
+    wt = ctx.array("conv", w)
+    out = ctx.tmp(c_out * h_out * w_out)
+    ctx.use(src)
+    bias = "" if m.bias is None else f"\n            acc = acc + {ctx.param('cb', m.bias)('o')};"
+    ctx.block(
+        f"{title}: {type(m).__name__} ({c_in}, {h_in}, {w_in}) -> ({c_out}, {h_out}, {w_out})",
+        f"for (int32_t o = 0; o < {c_out}; ++o) {{\n"
+        f"    const int32_t c0 = (o / {opg}) * {cpg};\n"
+        f"    for (int32_t i = 0; i < {h_out}; ++i) {{\n"
+        f"        for (int32_t j = 0; j < {w_out}; ++j) {{\n"
+        f"            float acc = 0.0f;\n"
+        f"            for (int32_t c = 0; c < {cpg}; ++c)\n"
+        f"                for (int32_t u = 0; u < {kh}; ++u) {{\n"
+        f"                    const int32_t r = i * {stride[0]} + u * {dil[0]} - {pads[0][0]};\n"
+        f"                    if (r < 0 || r >= {h_in}) continue;\n"
+        f"                    for (int32_t v = 0; v < {kw}; ++v) {{\n"
+        f"                        const int32_t q = j * {stride[1]} + v * {dil[1]} - {pads[1][0]};\n"
+        f"                        if (q < 0 || q >= {w_in}) continue;\n"
+        f"                        const float xin = {src}[((c0 + c) * {h_in} + r) * {w_in} + q];\n"
+        f"                        if (xin != 0.0f) acc = acc + xin * {wt}[((o * {cpg} + c) * {kh} + u) * {kw} + v];\n"
+        f"                    }}\n"
+        f"                }}{bias}\n"
+        f"            {out}[(o * {h_out} + i) * {w_out} + j] = acc;\n"
+        f"        }}\n    }}\n}}",
+    )
+    return out
+
+
+def _pool(m: SumPool2d, ctx: _Ctx, src: str, title: str) -> str:
+    """Sum (or average: the sum divided by kh kw, padding counted) over each window, zero padding."""
+    c, h_in, w_in = m.input_shape
+    _, h_out, w_out = m.output_shape
+    (kh, kw), (sh, sw), (ph, pw) = m.kernel_size, m.stride, m.padding
+    out = ctx.tmp(c * h_out * w_out)
+    ctx.use(src)
+    div = f" / {c_literal(float(kh * kw), 'float')}" if isinstance(m, AvgPool2d) else ""
+    ctx.block(
+        f"{title}: {type(m).__name__} ({c}, {h_in}, {w_in}) -> ({c}, {h_out}, {w_out})",
+        f"for (int32_t ch = 0; ch < {c}; ++ch)\n"
+        f"    for (int32_t i = 0; i < {h_out}; ++i)\n"
+        f"        for (int32_t j = 0; j < {w_out}; ++j) {{\n"
+        f"            float acc = 0.0f;\n"
+        f"            for (int32_t u = 0; u < {kh}; ++u) {{\n"
+        f"                const int32_t r = i * {sh} + u - {ph};\n"
+        f"                if (r < 0 || r >= {h_in}) continue;\n"
+        f"                for (int32_t v = 0; v < {kw}; ++v) {{\n"
+        f"                    const int32_t q = j * {sw} + v - {pw};\n"
+        f"                    if (q >= 0 && q < {w_in}) acc = acc + {src}[(ch * {h_in} + r) * {w_in} + q];\n"
+        f"                }}\n"
+        f"            }}\n"
+        f"            {out}[(ch * {h_out} + i) * {w_out} + j] = acc{div};\n"
+        f"        }}",
+    )
+    return out
+
+
+def _add(ctx: _Ctx, srcs: list[str], n: int, title: str) -> str:
+    """``((s0 + s1) + s2) + ...`` element-wise (pondlib's left-to-right sum)."""
+    if len(srcs) == 1:
+        return srcs[0]
+    out = ctx.tmp(n)
+    for s in srcs:
+        ctx.use(s)
+    expr = " + ".join(f"{s}[i]" for s in srcs)
+    ctx.block(title, f"for (int32_t i = 0; i < {n}; ++i) {out}[i] = {expr};")
+    return out
+
+
+def _sequential(m: Sequential, ctx: _Ctx, src: str, prefix: str) -> str:
+    for i, child in enumerate(m.layers):
+        src = _module(child, ctx, src, f"{prefix}{i}_{type(child).__name__}/")
+    return src
+
+
+def _graph(m: GraphNetwork, ctx: _Ctx, src: str, prefix: str) -> str:
+    vals = {"input": src}
+    prev = {a: ctx.state(f"{prefix}{a}/prev", m.modules[a].size_out) for a in m.delayed_nodes}
+    for node, srcs in zip(m.order, m.sources):
+        ins = [prev[a] if delayed else vals[a] for a, delayed in srcs]
+        inp = _add(ctx, ins, m.modules[node].size_in, f"{prefix}{node}: sum of {len(ins)} inputs")
+        vals[node] = _module(m.modules[node], ctx, inp, f"{prefix}{node}/")
+    out = _add(ctx, [vals[a] for a in m.out_sources], m.size_out, f"{prefix}output: sum of inputs")
+    if prev:
+        body = "\n".join(
+            f"for (int32_t i = 0; i < {m.modules[a].size_out}; ++i) {prev[a]}[i] = {ctx.use(vals[a])}[i];"
+            for a in m.delayed_nodes
+        )
+        ctx.block(f"{prefix}: outputs read by the next step", body)
+    return out
+
+
+def _module(m: Any, ctx: _Ctx, src: str, prefix: str) -> str:
+    """Emit ``m`` reading buffer ``src``; return the buffer holding its output. ``prefix`` is the record key
+    prefix (``"1_LIF/"``)."""
+    title = prefix.rstrip("/") or type(m).__name__
+    if isinstance(m, Sequential):
+        return _sequential(m, ctx, src, prefix)
+    if isinstance(m, Residual):
+        y = _sequential(m.block, ctx, src, prefix)
+        return _add(ctx, [y, src], m.size_out, f"{title}: residual sum")
+    if isinstance(m, GraphNetwork):
+        return _graph(m, ctx, src, prefix)
+    if isinstance(m, Linear):
+        return _linear(m, ctx, src, title)
+    if isinstance(m, LIF):
+        return _lif(m, ctx, src, prefix, title)
+    if isinstance(m, (NIRLIF, CubaLIF, LI, CubaLI, IF, Integrator)):
+        return _nir_neuron(m, ctx, src, prefix, title)
+    if isinstance(m, Threshold):
+        return _threshold(m, ctx, src, title)
+    if isinstance(m, Scale):
+        return _scale(m, ctx, src, title)
+    if isinstance(m, Flatten):
+        return src
+    if isinstance(m, Delay):
+        return _delay(m, ctx, src, prefix, title)
+    if isinstance(m, (Conv1d, Conv2d)):
+        return _conv(m, ctx, src, title)
+    if isinstance(m, SumPool2d):
+        return _pool(m, ctx, src, title)
+    raise _unsupported(m, prefix.rstrip("/"))
+
+
+def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
+    """The float32 C program of a ``pondlib.nn`` network (see the module docstring).
+
+    Args:
+        model: a module of :data:`SUPPORTED` (nested freely).
+        name: the C prefix of every symbol and the file stem.
+
+    Raises:
+        CodegenError: an unsupported module (naming its type and listing :data:`SUPPORTED`), a bad ``name``,
+            an unknown option, or a model that is not a pondlib.nn module.
+    """
+    if options:
+        raise CodegenError("float32 option", value=sorted(options), limit="none", fix="drop the option")
+    name = c_identifier(name, "program name")
+    if not hasattr(model, "size_in") or not hasattr(model, "size_out"):
+        raise _unsupported(model, "model")
+    ctx = _Ctx()
+    out = _module(model, ctx, "x", "")
+    n_in, n_out = int(model.size_in), int(model.size_out)
+    ctx.use(out)
+    ctx.block("network output", f"for (int32_t i = 0; i < {n_out}; ++i) y[i] = {out}[i];")
+    buffers = ctx.states + [Buffer(b, "float", c, "scratch", (f, last)) for b, (c, f, last) in ctx.scratch.items()]
+    notes = (
+        "float32 numerics: IEEE single precision, each operation rounded separately (-ffp-contract=off), "
+        "in the order of pondlib's float model (see pondlib.codegen.float32).",
+        "Dot products (Linear, recurrent weights) add inputs in ascending order; XLA may group them "
+        "differently, so values can differ from pondlib by a few float32 roundings.",
+        "Decays and gains are pondlib's own float32 values, embedded as exact hex constants: no libm.",
+    )
+    return build_program(
+        name,
+        "float32",
+        constants=ctx.constants,
+        buffers=buffers,
+        step_body="\n".join(ctx.lines),
+        n_in=n_in,
+        in_ctype="float",
+        n_out=n_out,
+        out_ctype="float",
+        notes=notes,
+        description=f"The float model of a pondlib {type(model).__name__} ({n_in} inputs, {n_out} outputs) "
+        "as plain C11 in IEEE float32.",
+    )

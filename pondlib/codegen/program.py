@@ -1,0 +1,658 @@
+r"""The C program every numerics emits: buffers, the static arena, the sources and the memory report.
+
+An emitter (``pondlib.codegen.<numerics>``) describes its network as
+
+* **constants**: weights and parameters, ``static const`` arrays (flash);
+* **buffers**: per-sample memory (RAM). A ``state`` buffer persists from step to step (membranes,
+  currents, delay lines, previous spikes) and is zeroed (or set by the emitter's reset code) by
+  ``<net>_reset``; a ``scratch`` buffer lives only inside one step, between the operations ``live =
+  (first, last)`` (0-based positions in the step's operation order), and may share memory with any
+  scratch buffer whose interval does not overlap;
+* **the step body**: C statements for one time step that read ``x`` (``const in_t *``), write ``y``
+  (``out_t *``) and refer to each buffer and constant by its name;
+
+and :func:`build_program` assembles the sources. The arena of one sample is a struct::
+
+    typedef struct {
+        <state buffers, one typed member each>
+        union { int8_t i8[..]; int16_t i16[..]; int32_t i32[..]; int64_t i64[..]; float f32[..]; ... } scratch;
+    } <net>_arena_t;
+
+Scratch buffers are placed at byte offsets planned from their lifetimes (first fit by decreasing size,
+offsets aligned to 8 bytes) and reached through the union member of their type, so the C stays valid
+without strict-aliasing games; the Makefile still passes ``-fno-strict-aliasing`` for belt and braces.
+
+The generated API (``<net>.h``)::
+
+    void <net>_reset_arena(<net>_arena_t *a);                        /* one sample's state to t = 0 */
+    void <net>_step_arena(<net>_arena_t *a, const in_t *x, out_t *y); /* one time step */
+    void <net>_reset(void);  void <net>_step(const in_t *x, out_t *y); /* the same on a built-in arena */
+    void <net>_run(int32_t T, const in_t *x, out_t *y);                /* reset, then T steps: x[T][N_IN] */
+
+and ``main.c``, the harness: ``./<net> IN.bin OUT.bin [RECORD.bin]`` (``-`` for stdin/stdout) where
+``IN.bin`` holds ``int32 B, int32 T`` then ``B*T*N_IN`` values of ``in_t``; it runs every sample from a
+reset arena and writes ``B*T*N_OUT`` values of ``out_t``, and, with ``RECORD.bin``, every state buffer
+after every step (sample-major, then step, then the buffers in declaration order), all little-endian
+as the host stores them. :func:`pondlib.codegen.toolchain.run_host` does exactly this from Python.
+
+Example:
+    >>> prog = build_program(
+    ...     "acc", "xylo",
+    ...     constants=[Constant("gain", "int32_t", [2, 3])],
+    ...     buffers=[Buffer("total", "int32_t", 2, "state"), Buffer("tmp", "int32_t", 2, "scratch", (0, 1))],
+    ...     step_body="for (int i = 0; i < 2; ++i) { tmp[i] = gain[i] * x[i]; total[i] += tmp[i]; y[i] = total[i]; }",
+    ...     n_in=2, in_ctype="int32_t", n_out=2, out_ctype="int32_t",
+    ... )
+    >>> sorted(prog.sources)
+    ['Makefile', 'README.md', 'acc.c', 'acc.h', 'main.c']
+    >>> prog.memory.flash_bytes, prog.memory.ram_bytes
+    (8, 16)
+    >>> [s.name for s in prog.io.states]
+    ['total']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pondlib.errors import CodegenError
+from pondlib.validate import check_writable_file
+
+__all__ = [
+    "CTYPES",
+    "Constant",
+    "Buffer",
+    "StateView",
+    "IOSpec",
+    "BufferReport",
+    "MemoryReport",
+    "Program",
+    "ArenaPlan",
+    "plan_arena",
+    "build_program",
+    "c_identifier",
+    "c_literal",
+    "format_array",
+]
+
+#: C type -> (numpy dtype, size in bytes, union member of the scratch arena).
+CTYPES: dict[str, tuple[np.dtype, int, str]] = {
+    "int8_t": (np.dtype("<i1"), 1, "i8"),
+    "uint8_t": (np.dtype("<u1"), 1, "u8"),
+    "int16_t": (np.dtype("<i2"), 2, "i16"),
+    "uint16_t": (np.dtype("<u2"), 2, "u16"),
+    "int32_t": (np.dtype("<i4"), 4, "i32"),
+    "uint32_t": (np.dtype("<u4"), 4, "u32"),
+    "int64_t": (np.dtype("<i8"), 8, "i64"),
+    "float": (np.dtype("<f4"), 4, "f32"),
+}
+
+#: Scratch offsets (bytes) are multiples of this.
+ALIGN = 8
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_C_KEYWORDS = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto if inline int long "
+    "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile "
+    "while x y a t".split()
+)
+
+
+def c_identifier(name: Any, what: str = "name") -> str:
+    """``name`` when it is a valid C identifier that is not a keyword (nor ``x``, ``y``, ``a``, ``t``, which
+    the generated functions use); else :class:`~pondlib.errors.CodegenError`.
+
+    Example:
+        >>> c_identifier("digits_net")
+        'digits_net'
+    """
+    if not isinstance(name, str) or not _IDENT.match(name) or name in _C_KEYWORDS:
+        raise CodegenError(
+            what,
+            value=name,
+            limit="a C identifier: letters, digits and _, not starting with a digit, not a C keyword",
+            fix="pass e.g. name='net'",
+        )
+    return name
+
+
+def c_literal(value: Any, ctype: str) -> str:
+    """One value as a C literal of ``ctype``: integers exactly (``INT32_MIN`` and ``INT64`` extremes written
+    so that no literal overflows), floats as their exact float32 hexadecimal form (``0x1.8p+1f``), so that
+    the compiler reads back the very bits pondlib holds.
+
+    Example:
+        >>> c_literal(-2**31, "int32_t"), c_literal(3, "int8_t"), c_literal(0.1, "float")
+        ('(-2147483647 - 1)', '3', '0x1.99999ap-4f')
+    """
+    if ctype == "float":
+        f = np.float32(value)
+        if not np.isfinite(f):
+            raise CodegenError("float constant", value=float(value), limit="a finite float32", fix="check the model")
+        if f == 0:
+            return "-0.0f" if np.signbit(f) else "0.0f"
+        mantissa, exponent = float(f).hex().split("p")
+        return mantissa.rstrip("0").rstrip(".") + "p" + exponent + "f"
+    if ctype not in CTYPES:
+        raise CodegenError("C type", value=ctype, limit=sorted(CTYPES), fix="use one of the listed types")
+    v = int(value)
+    info = np.iinfo(CTYPES[ctype][0])
+    if not info.min <= v <= info.max:
+        raise CodegenError(f"{ctype} constant", value=v, limit=f"[{info.min}, {info.max}]", fix="check the model")
+    if ctype == "int64_t":
+        return f"({v + 1}LL - 1)" if v == info.min else f"{v}LL"
+    if ctype in ("uint32_t",):
+        return f"{v}u"
+    if v == info.min and ctype == "int32_t":
+        return "(-2147483647 - 1)"
+    return str(v)
+
+
+def format_array(values: Iterable[Any], ctype: str, per_line: int = 16, indent: str = "    ") -> str:
+    """The initializer list ``{...}`` of ``values`` as C literals of ``ctype``, ``per_line`` per line."""
+    items = [
+        c_literal(v, ctype)
+        for v in np.asarray(list(values) if not isinstance(values, np.ndarray) else values).reshape(-1)
+    ]
+    if not items:
+        return "{0}"
+    lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
+    return "{\n" + ",\n".join(indent + line for line in lines) + "\n}"
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A ``static const`` array in flash: ``values`` (any shape, stored flat, C order) of ``ctype``."""
+
+    name: str
+    ctype: str
+    values: Any
+
+    def __post_init__(self) -> None:
+        c_identifier(self.name, "constant name")
+        if self.ctype not in CTYPES:
+            raise CodegenError("constant C type", value=self.ctype, limit=sorted(CTYPES), where=self.name)
+
+    @property
+    def count(self) -> int:
+        return int(np.asarray(self.values).size)
+
+    @property
+    def nbytes(self) -> int:
+        return max(1, self.count) * CTYPES[self.ctype][1]
+
+    def declaration(self) -> str:
+        return f"static const {self.ctype} {self.name}[{max(1, self.count)}] = {format_array(self.values, self.ctype)};"
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """Per-sample memory in the arena (RAM).
+
+    Attributes:
+        name: C identifier the step body uses.
+        ctype: element type (a key of :data:`CTYPES`).
+        count: number of elements (>= 1).
+        kind: ``"state"`` (persists across steps, recorded by the harness) or ``"scratch"`` (within a step).
+        live: for scratch: ``(first, last)`` operation positions (inclusive) during which it is in use.
+        init: for state: the value every element takes at reset (default 0; a list gives one per element).
+    """
+
+    name: str
+    ctype: str
+    count: int
+    kind: str = "state"
+    live: tuple[int, int] | None = None
+    init: Any = 0
+
+    def __post_init__(self) -> None:
+        c_identifier(self.name, "buffer name")
+        if self.ctype not in CTYPES:
+            raise CodegenError("buffer C type", value=self.ctype, limit=sorted(CTYPES), where=self.name)
+        if not isinstance(self.count, (int, np.integer)) or self.count < 1:
+            raise CodegenError("buffer size", value=self.count, limit="an integer >= 1", where=self.name)
+        if self.kind not in ("state", "scratch"):
+            raise CodegenError("buffer kind", value=self.kind, limit="'state' or 'scratch'", where=self.name)
+        if self.kind == "scratch":
+            if self.live is None or len(self.live) != 2 or not 0 <= self.live[0] <= self.live[1]:
+                raise CodegenError(
+                    "scratch lifetime", value=self.live, limit="(first, last) with 0 <= first <= last", where=self.name
+                )
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.count) * CTYPES[self.ctype][1]
+
+
+@dataclass(frozen=True)
+class StateView:
+    """One recorded state buffer: its name, C type and element count (the harness's record order)."""
+
+    name: str
+    ctype: str
+    count: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        return CTYPES[self.ctype][0]
+
+
+@dataclass(frozen=True)
+class IOSpec:
+    """What one step reads and writes: ``n_in`` values of ``in_ctype``, ``n_out`` of ``out_ctype``; the
+    recorded states in harness order."""
+
+    n_in: int
+    in_ctype: str
+    n_out: int
+    out_ctype: str
+    states: tuple[StateView, ...] = ()
+
+    @property
+    def in_dtype(self) -> np.dtype:
+        return CTYPES[self.in_ctype][0]
+
+    @property
+    def out_dtype(self) -> np.dtype:
+        return CTYPES[self.out_ctype][0]
+
+
+@dataclass(frozen=True)
+class BufferReport:
+    """One row of the memory report: ``region`` is ``flash`` (a constant) or ``ram`` (a buffer); ``offset``
+    is the byte offset in the scratch arena (None for constants and state)."""
+
+    name: str
+    region: str
+    kind: str
+    ctype: str
+    count: int
+    nbytes: int
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Flash and RAM of one sample's program. ``ram_bytes`` = state bytes + the planned scratch arena;
+    ``scratch_unshared_bytes`` is what the scratch would take without sharing (the arena's saving)."""
+
+    flash_bytes: int
+    ram_bytes: int
+    state_bytes: int
+    scratch_bytes: int
+    scratch_unshared_bytes: int
+    buffers: tuple[BufferReport, ...]
+
+    def rows(self) -> list[tuple[str, str, str, str, int, int, str]]:
+        """Rows ``(name, region, kind, ctype, count, bytes, offset)`` for a table."""
+        return [
+            (b.name, b.region, b.kind, b.ctype, b.count, b.nbytes, "" if b.offset is None else str(b.offset))
+            for b in self.buffers
+        ]
+
+
+@dataclass(frozen=True)
+class ArenaPlan:
+    """Scratch offsets (bytes) by buffer name and the arena size (a multiple of :data:`ALIGN`)."""
+
+    offsets: Mapping[str, int]
+    size: int
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def plan_arena(buffers: Sequence[Buffer]) -> ArenaPlan:
+    """Place scratch buffers so that two whose lifetimes overlap never overlap in memory.
+
+    Greedy first fit by decreasing size: each buffer goes to the lowest aligned offset where it collides
+    with no already placed buffer that is live at the same time. Not optimal in general (that is NP-hard),
+    exact for chains, where it alternates two regions (ping-pong).
+
+    Example:
+        >>> bufs = [Buffer("h0", "int32_t", 4, "scratch", (0, 1)), Buffer("h1", "int32_t", 4, "scratch", (1, 2)),
+        ...         Buffer("h2", "int32_t", 4, "scratch", (2, 3))]
+        >>> plan = plan_arena(bufs)
+        >>> plan.offsets["h0"] == plan.offsets["h2"], plan.size
+        (True, 32)
+    """
+    scratch = sorted((b for b in buffers if b.kind == "scratch"), key=lambda b: (-b.nbytes, b.live, b.name))
+    placed: list[tuple[int, int, Buffer]] = []  # (offset, end, buffer)
+    offsets: dict[str, int] = {}
+    for buf in scratch:
+        clashes = sorted(
+            (off, end) for off, end, other in placed if not (other.live[1] < buf.live[0] or buf.live[1] < other.live[0])
+        )
+        offset = 0
+        for off, end in clashes:
+            if offset + buf.nbytes <= off:
+                break
+            offset = max(offset, _align(end))
+        offsets[buf.name] = offset
+        placed.append((offset, offset + buf.nbytes, buf))
+    size = _align(max((end for _, end, _ in placed), default=0))
+    return ArenaPlan(offsets=offsets, size=size)
+
+
+@dataclass(frozen=True)
+class Program:
+    """A generated C program.
+
+    Attributes:
+        name: the C prefix of every symbol (``<name>_step``) and the file stem.
+        numerics: ``float32``, ``xylo``, ``spinnaker2`` or ``siracusa``.
+        sources: file name -> text (``<name>.h``, ``<name>.c``, ``main.c``, ``Makefile``, ``README.md``).
+        io: what one step reads and writes, and the recorded states.
+        memory: flash and RAM per buffer.
+        notes: what the emitter decided that a user should know (operation order, tolerances, limits).
+    """
+
+    name: str
+    numerics: str
+    sources: Mapping[str, str]
+    io: IOSpec
+    memory: MemoryReport
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def write(self, directory: str | Path) -> Path:
+        """Write every source into ``directory`` (created if missing, files overwritten); return it."""
+        out = Path(directory)
+        if out.exists() and not out.is_dir():
+            raise CodegenError("output directory", value=str(out), limit="a directory", fix="name a directory")
+        out.mkdir(parents=True, exist_ok=True)
+        for fname, text in self.sources.items():
+            check_writable_file(out / fname, "generated source", error=CodegenError).write_text(text)
+        return out
+
+
+_C_HEADER_NOTE = "/* Generated by pondlib.codegen ({numerics} numerics). Do not edit: regenerate instead. */\n"
+
+
+def _state_init(buf: Buffer) -> str:
+    init = np.asarray(buf.init)
+    if init.size == 1 and init.reshape(-1)[0] == 0:
+        return f"    memset(a->{buf.name}, 0, sizeof a->{buf.name});\n"
+    if init.size == 1:
+        value = c_literal(init.reshape(-1)[0], buf.ctype)
+        return f"    for (int32_t i = 0; i < {buf.count}; ++i) a->{buf.name}[i] = {value};\n"
+    if init.size != buf.count:
+        raise CodegenError("state init size", value=init.size, limit=buf.count, where=buf.name)
+    return (
+        f"    {{\n        static const {buf.ctype} init_{buf.name}[{buf.count}] = "
+        f"{format_array(init, buf.ctype, indent='            ')};\n"
+        f"        memcpy(a->{buf.name}, init_{buf.name}, sizeof a->{buf.name});\n    }}\n"
+    )
+
+
+def build_program(
+    name: str,
+    numerics: str,
+    *,
+    constants: Sequence[Constant],
+    buffers: Sequence[Buffer],
+    step_body: str,
+    n_in: int,
+    in_ctype: str,
+    n_out: int,
+    out_ctype: str,
+    reset_body: str = "",
+    helpers: str = "",
+    notes: Sequence[str] = (),
+    description: str = "",
+) -> Program:
+    """Assemble the sources of a program (see the module docstring for the layout and the API).
+
+    Args:
+        name: C prefix and file stem (a C identifier).
+        numerics: the numerics' name (documentation and the Program).
+        constants: flash arrays the step body reads by name.
+        buffers: per-sample state and scratch buffers the step body uses by name.
+        step_body: C statements of one step (``x``, ``y`` and every buffer/constant name in scope).
+        n_in, in_ctype, n_out, out_ctype: the step's input and output.
+        reset_body: extra C statements after the state buffers are set to their ``init`` (``a`` in scope).
+        helpers: ``static`` C functions the step body calls (placed before the step function).
+        notes: lines for the README and :attr:`Program.notes`.
+        description: one paragraph for the README.
+    """
+    name = c_identifier(name, "program name")
+    for ctype in (in_ctype, out_ctype):
+        if ctype not in CTYPES:
+            raise CodegenError("I/O C type", value=ctype, limit=sorted(CTYPES))
+    names = [c.name for c in constants] + [b.name for b in buffers]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise CodegenError("duplicate C names", value=dup, limit="one name per constant and buffer")
+    upper = name.upper()
+    states = [b for b in buffers if b.kind == "state"]
+    scratch = [b for b in buffers if b.kind == "scratch"]
+    plan = plan_arena(buffers)
+    in_t, out_t = f"{name}_in_t", f"{name}_out_t"
+
+    # ---- header
+    h = [_C_HEADER_NOTE.format(numerics=numerics)]
+    h.append(f"#ifndef {upper}_H\n#define {upper}_H\n\n#include <stdint.h>\n\n")
+    h.append(f"#define {upper}_N_IN {n_in}\n#define {upper}_N_OUT {n_out}\n")
+    h.append(f"#define {upper}_N_STATES {len(states)}\n#define {upper}_SCRATCH_BYTES {max(plan.size, ALIGN)}\n\n")
+    h.append(f"typedef {in_ctype} {in_t};\ntypedef {out_ctype} {out_t};\n\n")
+    h.append("/* One sample's memory: the state (persists across steps) and the scratch arena (one step). */\n")
+    h.append("typedef struct {\n")
+    for b in states:
+        h.append(f"    {b.ctype} {b.name}[{b.count}];\n")
+    if not states:
+        h.append("    int32_t unused_state;\n")
+    members = sorted({CTYPES[b.ctype][2]: b.ctype for b in scratch}.items()) or [("i8", "int8_t")]
+    h.append("    union {\n        int64_t align;\n")
+    for member, ctype in members:
+        size = CTYPES[ctype][1]
+        h.append(f"        {ctype} {member}[{max(plan.size, ALIGN) // size}];\n")
+    h.append("    } scratch;\n")
+    h.append(f"}} {name}_arena_t;\n\n")
+    h.append(f"void {name}_reset_arena({name}_arena_t *a);\n")
+    h.append(f"void {name}_step_arena({name}_arena_t *a, const {in_t} *x, {out_t} *y);\n")
+    h.append(f"void {name}_reset(void);\n")
+    h.append(f"void {name}_step(const {in_t} *x, {out_t} *y);\n")
+    h.append(f"void {name}_run(int32_t T, const {in_t} *x, {out_t} *y);\n\n")
+    h.append(
+        "/* The recorded state buffers, in harness order: name, element size (bytes), count, offset in the arena. */\n"
+    )
+    h.append(
+        f"typedef struct {{ const char *name; int32_t elem_bytes; int32_t count; int32_t offset; }} {name}_state_t;\n"
+    )
+    h.append(f"extern const {name}_state_t {name}_states[{max(1, len(states))}];\n\n#endif\n")
+    header = "".join(h)
+
+    # ---- implementation
+    c = [
+        _C_HEADER_NOTE.format(numerics=numerics),
+        f'#include "{name}.h"\n\n#include <stddef.h>\n#include <string.h>\n\n',
+    ]
+    for const in constants:
+        c.append(const.declaration() + "\n\n")
+    c.append(f"const {name}_state_t {name}_states[{max(1, len(states))}] = {{\n")
+    if states:
+        for b in states:
+            c.append(
+                f'    {{"{b.name}", {CTYPES[b.ctype][1]}, {b.count}, (int32_t)offsetof({name}_arena_t, {b.name})}},\n'
+            )
+    else:
+        c.append('    {"", 0, 0, 0},\n')
+    c.append("};\n\n")
+    if helpers:
+        c.append(helpers.rstrip() + "\n\n")
+    c.append(f"void {name}_reset_arena({name}_arena_t *a)\n{{\n")
+    for b in states:
+        c.append(_state_init(b))
+    c.append("    memset(&a->scratch, 0, sizeof a->scratch);\n")
+    if reset_body:
+        c.append(reset_body.rstrip() + "\n")
+    c.append("}\n\n")
+    c.append(f"void {name}_step_arena({name}_arena_t *a, const {in_t} *x, {out_t} *y)\n{{\n")
+    for b in states:
+        c.append(f"    {b.ctype} *const {b.name} = a->{b.name};\n")
+    for b in scratch:
+        member = CTYPES[b.ctype][2]
+        c.append(
+            f"    {b.ctype} *const {b.name} = &a->scratch.{member}[{plan.offsets[b.name] // CTYPES[b.ctype][1]}];\n"
+        )
+    used = states + scratch
+    for b in used:
+        c.append(f"    (void){b.name};\n")
+    c.append("    (void)x;\n    (void)y;\n")
+    c.append("    " + step_body.strip().replace("\n", "\n    ") + "\n}\n\n")
+    c.append(f"static {name}_arena_t {name}_default_arena;\n\n")
+    c.append(f"void {name}_reset(void) {{ {name}_reset_arena(&{name}_default_arena); }}\n\n")
+    c.append(f"void {name}_step(const {in_t} *x, {out_t} *y) {{ {name}_step_arena(&{name}_default_arena, x, y); }}\n\n")
+    c.append(
+        f"void {name}_run(int32_t T, const {in_t} *x, {out_t} *y)\n{{\n    {name}_reset();\n"
+        f"    for (int32_t t = 0; t < T; ++t)\n"
+        f"        {name}_step(x + (size_t)t * {upper}_N_IN, y + (size_t)t * {upper}_N_OUT);\n}}\n"
+    )
+    source = "".join(c).replace("\n    \n", "\n\n")
+
+    main_c = _MAIN_C.replace("NET", name).replace("UPPER", upper)
+    makefile = _MAKEFILE.replace("NET", name)
+    memory = _memory_report(constants, buffers, plan)
+    readme = _readme(name, numerics, n_in, in_ctype, n_out, out_ctype, states, memory, notes, description)
+    io = IOSpec(n_in, in_ctype, n_out, out_ctype, tuple(StateView(b.name, b.ctype, b.count) for b in states))
+    return Program(
+        name=name,
+        numerics=numerics,
+        sources={f"{name}.h": header, f"{name}.c": source, "main.c": main_c, "Makefile": makefile, "README.md": readme},
+        io=io,
+        memory=memory,
+        notes=tuple(notes),
+    )
+
+
+def _memory_report(constants: Sequence[Constant], buffers: Sequence[Buffer], plan: ArenaPlan) -> MemoryReport:
+    rows = [BufferReport(k.name, "flash", "constant", k.ctype, k.count, k.nbytes) for k in constants]
+    rows += [BufferReport(b.name, "ram", b.kind, b.ctype, b.count, b.nbytes, plan.offsets.get(b.name)) for b in buffers]
+    state_bytes = sum(b.nbytes for b in buffers if b.kind == "state")
+    unshared = sum(b.nbytes for b in buffers if b.kind == "scratch")
+    return MemoryReport(
+        flash_bytes=sum(k.nbytes for k in constants),
+        ram_bytes=state_bytes + plan.size,
+        state_bytes=state_bytes,
+        scratch_bytes=plan.size,
+        scratch_unshared_bytes=unshared,
+        buffers=tuple(rows),
+    )
+
+
+def _readme(name, numerics, n_in, in_ctype, n_out, out_ctype, states, memory, notes, description) -> str:
+    lines = [
+        f"# {name}: generated by pondlib.codegen ({numerics} numerics)",
+        "",
+        description
+        or "A spiking network as plain C11: no dynamic allocation, no dependency beyond the C library headers.",
+        "",
+        "## API (`" + name + ".h`)",
+        "",
+        f"- `{name}_reset()`, `{name}_step(const {name}_in_t *x, {name}_out_t *y)` (one time step: "
+        f"{n_in} x `{in_ctype}` in, {n_out} x `{out_ctype}` out), `{name}_run(T, x, y)`.",
+        f"- Several samples at once: one `{name}_arena_t` each, with `{name}_reset_arena(&a)` and "
+        f"`{name}_step_arena(&a, x, y)`.",
+        "",
+        "## Build and run",
+        "",
+        "```sh",
+        "make            # builds ./" + name + " with the system C compiler",
+        f"./{name} in.bin out.bin [record.bin]",
+        "```",
+        "",
+        "`in.bin`: int32 B, int32 T, then B*T*N_IN inputs; `out.bin`: B*T*N_OUT outputs; `record.bin`: every",
+        "state buffer after every step (sample, step, buffer order below). All little-endian.",
+        "",
+        "## Memory (one sample)",
+        "",
+        f"flash {memory.flash_bytes} bytes (constants); RAM {memory.ram_bytes} bytes "
+        f"(state {memory.state_bytes}, scratch arena {memory.scratch_bytes}, "
+        f"{memory.scratch_unshared_bytes} without sharing)",
+        "",
+        "| buffer | region | kind | type | count | bytes | offset |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [f"| {' | '.join(str(v) for v in row)} |" for row in memory.rows()]
+    if states:
+        lines += ["", "Recorded states, in order: " + ", ".join(f"`{b.name}`" for b in states) + "."]
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+_MAKEFILE = """# Generated by pondlib.codegen.
+CC ?= cc
+CFLAGS ?= -std=c11 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off -fno-strict-aliasing
+
+NET: main.c NET.c NET.h
+\t$(CC) $(CFLAGS) -o $@ main.c NET.c
+
+clean:
+\trm -f NET
+
+.PHONY: clean
+"""
+
+_MAIN_C = """/* Generated by pondlib.codegen: the harness. ./NET IN.bin OUT.bin [RECORD.bin] ('-' = stdin/stdout).
+ * IN.bin: int32 B, int32 T, then B*T*N_IN inputs; writes B*T*N_OUT outputs and, with RECORD.bin, every state
+ * buffer after every step (sample, step, then the buffers of NET_states in order). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "NET.h"
+
+static FILE *open_file(const char *path, const char *mode, FILE *std)
+{
+    if (strcmp(path, "-") == 0) return std;
+    FILE *f = fopen(path, mode);
+    if (!f) { fprintf(stderr, "NET: cannot open %s\\n", path); exit(2); }
+    return f;
+}
+
+static NET_arena_t arena;
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4) { fprintf(stderr, "usage: %s IN.bin OUT.bin [RECORD.bin]\\n", argv[0]); return 2; }
+    FILE *in = open_file(argv[1], "rb", stdin);
+    FILE *out = open_file(argv[2], "wb", stdout);
+    FILE *rec = argc == 4 ? open_file(argv[3], "wb", stdout) : NULL;
+    int32_t dims[2];
+    if (fread(dims, sizeof dims[0], 2, in) != 2 || dims[0] < 0 || dims[1] < 0) {
+        fprintf(stderr, "NET: bad header (int32 B, int32 T)\\n");
+        return 2;
+    }
+    NET_in_t x[UPPER_N_IN > 0 ? UPPER_N_IN : 1];
+    NET_out_t y[UPPER_N_OUT > 0 ? UPPER_N_OUT : 1];
+    for (int32_t b = 0; b < dims[0]; ++b) {
+        NET_reset_arena(&arena);
+        for (int32_t t = 0; t < dims[1]; ++t) {
+            if (fread(x, sizeof x[0], UPPER_N_IN, in) != (size_t)UPPER_N_IN) {
+                fprintf(stderr, "NET: input ends early at sample %ld step %ld\\n", (long)b, (long)t);
+                return 2;
+            }
+            NET_step_arena(&arena, x, y);
+            if (fwrite(y, sizeof y[0], UPPER_N_OUT, out) != (size_t)UPPER_N_OUT) return 3;
+            if (rec) {
+                for (int32_t s = 0; s < UPPER_N_STATES; ++s) {
+                    const NET_state_t *st = &NET_states[s];
+                    const unsigned char *base = (const unsigned char *)&arena + st->offset;
+                    if (fwrite(base, (size_t)st->elem_bytes, (size_t)st->count, rec) != (size_t)st->count) return 3;
+                }
+            }
+        }
+    }
+    if (out != stdout) fclose(out);
+    if (rec && rec != stdout) fclose(rec);
+    if (in != stdin) fclose(in);
+    return 0;
+}
+"""

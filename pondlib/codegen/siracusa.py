@@ -1,0 +1,469 @@
+r"""Siracusa numerics as C: int8 GEMM / convolution, RequantShift and the integer LIF of ``SiracusaSim``.
+
+:func:`emit` turns a :class:`~pondlib.devices.siracusa.config.SiracusaConfig` (what
+``config_from_specification`` returns, or a mapper ``Specification``) into a
+:class:`~pondlib.codegen.program.Program` whose step equals
+:class:`~pondlib.devices.siracusa.sim.SiracusaSim` bit for bit: outputs and every recorded value.
+
+**Input and output.** One step takes the *already quantized* integer input ``x[N_in]`` (quantize floats
+with :func:`~pondlib.devices.siracusa.sim.quantize_input` first, as for the simulator), in the narrowest
+C type that holds ``config.input_range`` (``int8_t`` by default, ``uint8_t`` for unsigned 8-bit input, up to
+``int32_t`` / ``uint32_t``). It writes the last layer's output ``y[N_out]``: requantized values (the
+narrowest type of the output range), raw ``int32_t`` accumulators, or ``uint8_t`` spikes (0/1).
+
+**Equations** (per step; ``W32`` is two's-complement wrap-around to int32, ``>>`` a floor shift):
+
+===============  ===========================================================================================
+QGemm            ``acc[o] = W32(bias[o] + sum_k x[k] w[k, o])``; weight (K, O) int8 stored transposed (O, K)
+QConv2d          the same over the NHWC window, zero padding, groups; weight stored (O, kh, kw, C/groups)
+RequantShift     ``t = W32(W32(W32(x + in_offset) mul[c]) + add[c])``; ``t = W32(t + 2^(s-1))`` if ``s > 0``;
+                 ``y = clamp(t >> s, lo, hi)`` (round half up, saturation)
+QLIF             ``t = W32(W32(v beta) + W32(I in_mul))``, ``+ add``, ``+ 2^(s-1)``; ``v = clamp(t >> s)`` to the
+                 state width; ``z = v >= thr`` (or ``>``); where ``z``: ``v = W32(v - thr)`` or ``v = 0``
+===============  ===========================================================================================
+
+Units: every value is an integer count of its layer's quantization step (the scales live in the mapper's
+reports, never in the C); the LIF state is in the same units as its threshold.
+
+**Defined C only.** Every wrapping int32 operation is computed in ``uint32_t`` (``1u * a * b`` so that no
+operand is ever promoted to signed ``int``) and converted back to ``int32_t`` by ``srq_i32`` without any
+implementation-defined conversion; the arithmetic right shift of a negative value is written as
+``-1 - ((-1 - t) >> s)`` (floor division, exact for every int32). No signed operation can overflow, so the
+code needs no ``-fwrapv``. A GEMM whose exact accumulator provably stays within int32 over the value range
+of its input accumulates in plain ``int32_t``; otherwise in ``uint32_t`` modulo 2^32 (equal to the
+simulator's exact int64 sum wrapped once). Nothing is wider than 32 bits except LIF thresholds outside
+int32 in unvalidated configurations (an ``int64_t`` comparison): no intermediate can exceed int64.
+
+**C layout.** Constants ``k<i>_<what>`` (layer ``i``: ``w``, ``b``, ``mul``, ``add``, ``beta``, ``inm``, ``ladd``,
+``thr``, ``thru``) in flash; parameters equal over all channels are inlined as literals. Each LIF state is a
+``state`` buffer named after the simulator's record key (``"<layer>/v"`` -> ``<layer>_v``, see
+:func:`record_names`). With ``record=False`` (default: the deployable program) the activations between
+layers are ``scratch`` buffers ``h<i>`` live over layers ``(i, i + 1)``, so the arena shares them, and the
+last layer writes ``y`` directly. With ``record=True`` every record key of the simulator is a state buffer
+(``<layer>_acc``, ``<layer>_out``, ``<lif>_v``, ``<lif>_spikes``; keys whose values coincide, such as a LIF's
+``out`` and ``spikes``, share one buffer), so that :func:`~pondlib.codegen.toolchain.run_host` returns
+them all for a direct comparison with ``SiracusaSim.evolve(..., record=True)``.
+
+Not modelled (noted in the program): the chip's tiling, DMA and NPU placement (``npu_layers``) change
+where and how fast a layer runs, not its values; ``rows`` is the simulator's batch axis (one sample).
+
+Example (the GEMM + LIF of the simulator's docstring, as C on the host):
+
+    >>> import numpy as np, tempfile
+    >>> from pondlib.codegen import compile_host, run_host
+    >>> from pondlib.devices.siracusa import QGemm, QLIF, SiracusaConfig
+    >>> cfg = SiracusaConfig(n_input=1, layers=(
+    ...     QGemm("fc", weight=[[10]]),
+    ...     QLIF("lif", beta_mul=[2], in_mul=[4], add=[0], shift=2, threshold=[25])))
+    >>> prog = emit(cfg, name="tiny", record=True)
+    >>> prog.io.in_ctype, prog.io.out_ctype, [s.name for s in prog.io.states]
+    ('int8_t', 'uint8_t', ['fc_acc', 'lif_v', 'lif_spikes'])
+    >>> record_names(cfg, record=True)["lif/v"]
+    'lif_v'
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     y, rec = run_host(compile_host(prog, d), prog, np.array([[[1], [1], [1], [0]]]), record=True)
+    >>> rec["lif_v"][0, :, 0].tolist(), y[0, :, 0].tolist()
+    ([10, 15, 18, 9], [0, 0, 0, 0])
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Any
+
+import numpy as np
+
+from pondlib.codegen.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
+from pondlib.devices.siracusa.config import SiracusaConfig, check_constraints
+from pondlib.devices.siracusa.sim import SAFETY_RULES
+from pondlib.devices.siracusa.specification import QLIF, QConv2d, QGemm, QRequant, Specification
+from pondlib.errors import CodegenError, ConstraintError
+from pondlib.validate import check_bool
+
+__all__ = ["emit", "record_names", "OPTIONS"]
+
+#: Options of :func:`emit` and their defaults.
+OPTIONS = {"validate": True, "record": False}
+
+_I32_LO, _I32_HI = -(2**31), 2**31 - 1
+_WHERE = "pondlib.codegen.siracusa.emit"
+
+_HELPERS = {
+    "mul": (
+        "/* a * b modulo 2^32 (1u * keeps the product unsigned whatever the width of int) */\n"
+        "static uint32_t srq_mul(uint32_t a, uint32_t b) { return (uint32_t)(1u * a * b); }\n"
+    ),
+    "i32": (
+        "/* the int32 whose two's-complement bits are u (no implementation-defined conversion) */\n"
+        "static int32_t srq_i32(uint32_t u) {\n"
+        "    return u < 0x80000000u ? (int32_t)u : -(int32_t)(0xFFFFFFFFu - u) - 1;\n"
+        "}\n"
+    ),
+    "asr": (
+        "/* floor(t / 2^s), 0 <= s <= 31: the arithmetic right shift, written portably for negative t */\n"
+        "static int32_t srq_asr(int32_t t, int s) { return t >= 0 ? t >> s : -1 - ((-1 - t) >> s); }\n"
+    ),
+}
+
+
+def _ctype(lo: int, hi: int) -> str:
+    """The narrowest C integer type holding [lo, hi]."""
+    for ctype, (tlo, thi) in (
+        ("uint8_t", (0, 255)),
+        ("int8_t", (-128, 127)),
+        ("int16_t", (-(2**15), 2**15 - 1)),
+        ("uint16_t", (0, 2**16 - 1)),
+        ("int32_t", (_I32_LO, _I32_HI)),
+        ("uint32_t", (0, 2**32 - 1)),
+    ):
+        if tlo <= lo and hi <= thi:
+            return ctype
+    raise CodegenError("value range", value=(lo, hi), limit="within int32 or uint32", where=_WHERE)
+
+
+def _sanitize(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _layer_prefixes(config: SiracusaConfig) -> list[str]:
+    """C prefix of each layer's state buffers: its name when that is a clean identifier, else ``l<i>_<name>``."""
+    out: list[str] = []
+    for i, layer in enumerate(config.layers):
+        clean = _sanitize(layer.name)
+        ok = clean == layer.name and re.match(r"^[A-Za-z_]", clean) and not re.match(r"^(k|h)\d+$", clean)
+        out.append(clean if ok and clean not in out else f"l{i}_{clean}")
+    return out
+
+
+def _record_layout(config: SiracusaConfig, record: bool) -> list[dict[str, str]]:
+    """Per layer: simulator record key suffix -> C state buffer name (only the LIF state when not recording)."""
+    layout = []
+    for layer, prefix in zip(config.layers, _layer_prefixes(config)):
+        keys: dict[str, str] = {}
+        if isinstance(layer, QLIF):
+            keys["v"] = f"{prefix}_v"
+            if record:
+                keys["spikes"] = keys["out"] = f"{prefix}_spikes"
+        elif record and isinstance(layer, (QGemm, QConv2d)):
+            keys["acc"] = f"{prefix}_acc"
+            keys["out"] = keys["acc"] if layer.requant is None else f"{prefix}_out"
+        elif record:
+            keys["out"] = f"{prefix}_out"
+        layout.append(keys)
+    return layout
+
+
+def _config(model: Any) -> SiracusaConfig:
+    if isinstance(model, Specification):
+        model = model.config
+    if not isinstance(model, SiracusaConfig):
+        raise CodegenError(
+            "model",
+            value=f"a {type(model).__name__}",
+            limit="a SiracusaConfig (config_from_specification) or a siracusa Specification",
+            where=_WHERE,
+            fix="map the network with pondlib.devices.siracusa.mapper and pass spec.config",
+        )
+    return model
+
+
+def record_names(model: Any, *, record: bool = True) -> dict[str, str]:
+    """Simulator record key (``"<layer>/<what>"``) -> the C state buffer holding it in :func:`emit`'s program.
+
+    Example:
+        >>> from pondlib.devices.siracusa import QGemm, RequantShift, SiracusaConfig
+        >>> cfg = SiracusaConfig(n_input=2, layers=(QGemm("fc 1", [[1], [2]], requant=RequantShift(mul=1)),))
+        >>> record_names(cfg)
+        {'fc 1/acc': 'l0_fc_1_acc', 'fc 1/out': 'l0_fc_1_out'}
+    """
+    config = _config(model)
+    record = check_bool(record, "record", where="record_names", error=CodegenError)
+    return {
+        f"{layer.name}/{what}": cname
+        for layer, keys in zip(config.layers, _record_layout(config, record))
+        for what, cname in keys.items()
+    }
+
+
+class _Emitter:
+    def __init__(self) -> None:
+        self.constants: list[Constant] = []
+        self.helpers: set[str] = set()
+
+    def param(self, name: str, values: Any, n: int, index: str, kind: str) -> str:
+        """C expression of a per-channel parameter broadcast over ``n`` channels (``kind``: ``u32`` modulo
+        2^32, or a C type): a literal when all channels agree, else a flash constant indexed by ``index``."""
+        arr = np.asarray(values, dtype=object).reshape(-1)
+        full = [int(arr[i % arr.size]) for i in range(n)]
+        if kind == "u32":
+            full = [v % 2**32 for v in full]
+            ctype = "uint32_t"
+        else:
+            ctype = kind
+        if all(v == full[0] for v in full):
+            return c_literal(full[0], ctype)
+        self.constants.append(Constant(name, ctype, np.asarray(full, dtype=np.int64)))
+        return f"{name}[{index}]"
+
+    def requant(self, i: int, rq: Any, n: int, index: str, src: str, lo_hi: tuple[int, int], indent: str) -> str:
+        """C statements computing ``int32_t r`` = RequantShift of the int32 value ``src`` (channel ``index``)."""
+        self.helpers.update(("mul", "i32"))
+        off = c_literal(int(rq.in_offset) % 2**32, "uint32_t")
+        mul = self.param(f"k{i}_mul", rq.mul, n, index, "u32")
+        add = self.param(f"k{i}_add", rq.add, n, index, "u32")
+        value = f"(uint32_t){src}" if rq.in_offset == 0 else f"(uint32_t){src} + {off}"
+        lines = [f"uint32_t t = srq_mul({value}, {mul}) + {add};"]
+        lines += self._shift_clamp(rq.shift, lo_hi)
+        return "".join(f"{indent}{line}\n" for line in lines)
+
+    def _shift_clamp(self, s: int, lo_hi: tuple[int, int]) -> list[str]:
+        lines = []
+        if s > 0:
+            self.helpers.add("asr")
+            lines.append(f"t += {c_literal(1 << (s - 1), 'uint32_t')};")
+            lines.append(f"int32_t r = srq_asr(srq_i32(t), {s});")
+        else:
+            lines.append("int32_t r = srq_i32(t);")
+        lo, hi = max(lo_hi[0], _I32_LO), min(lo_hi[1], _I32_HI)
+        if lo > _I32_LO:
+            lines.append(f"if (r < {c_literal(lo, 'int32_t')}) r = {c_literal(lo, 'int32_t')};")
+        if hi < _I32_HI:
+            lines.append(f"if (r > {c_literal(hi, 'int32_t')}) r = {c_literal(hi, 'int32_t')};")
+        return lines
+
+    def accumulate(self, i: int, wcols: np.ndarray, bias: Any, x_lo_hi: tuple[int, int]) -> tuple[bool, str]:
+        """Bias literal/array and whether the exact accumulator stays within int32 (per output column sums
+        of |w| times the largest |x|, plus |bias|)."""
+        xmax = max(abs(x_lo_hi[0]), abs(x_lo_hi[1]))
+        b = np.zeros(wcols.shape[0], dtype=object) if bias is None else np.asarray(bias, dtype=object)
+        bound = max(
+            (int(np.abs(wcols[o].astype(object)).sum()) * xmax + abs(int(b[o])) for o in range(wcols.shape[0])),
+            default=0,
+        )
+        exact = bound <= _I32_HI
+        if exact:
+            return True, self.param(f"k{i}_b", b, wcols.shape[0], "o", "int32_t")
+        self.helpers.update(("mul", "i32"))
+        return False, self.param(f"k{i}_b", b, wcols.shape[0], "o", "u32")
+
+
+def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
+    """C for a Siracusa deployment, equal to ``SiracusaSim`` bit for bit (see the module docstring).
+
+    Args:
+        model: a :class:`~pondlib.devices.siracusa.config.SiracusaConfig` or a mapper ``Specification``.
+        name: C prefix and file stem.
+        validate: (option, default True) every design rule of ``check_constraints`` must hold, as for
+            ``SiracusaSim(config)``; ``False`` checks only the simulator's ``SAFETY_RULES`` (int8 weights,
+            int32 parameters, shift and widths): int32 overflow then wraps exactly as in
+            ``SiracusaSim(config, validate=False)``.
+        record: (option, default False) every record key of the simulator as a state buffer
+            (:func:`record_names`); else only the LIF states, and the activations share a scratch arena.
+
+    Raises:
+        CodegenError: not a Siracusa configuration, unknown or malformed options, a bad name.
+        ConstraintError: the configuration breaks design rules (every violation listed).
+    """
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise CodegenError(
+            "options", value=unknown, limit=f"options of the siracusa numerics: {sorted(OPTIONS)}", where=_WHERE
+        )
+    opts = {**OPTIONS, **options}
+    validate = check_bool(opts["validate"], "validate", where=_WHERE, error=CodegenError)
+    record = check_bool(opts["record"], "record", where=_WHERE, error=CodegenError)
+    name = c_identifier(name, "program name")
+    config = _config(model)
+    found = check_constraints(config)
+    if not validate:
+        found = [v for v in found if v.rule in SAFETY_RULES]
+    if found:
+        raise ConstraintError(found, device="siracusa")
+    return _emit(config, name, record)
+
+
+def _emit(config: SiracusaConfig, name: str, record: bool) -> Program:
+    em = _Emitter()
+    buffers: list[Buffer] = []
+    body: list[str] = []
+    layout = _record_layout(config, record)
+    in_lo, in_hi = config.input_range
+    in_ctype = _ctype(in_lo, in_hi)
+    src, src_range, src_type = "x", (in_lo, in_hi), in_ctype
+    n_layers = len(config.layers)
+    for i, (layer, keys) in enumerate(zip(config.layers, layout)):
+        last = i == n_layers - 1
+        # output value range and C type of this layer
+        if isinstance(layer, QLIF):
+            out_range = (0, 1)
+        elif isinstance(layer, QRequant) or layer.requant is not None:
+            lo, hi = layer.requant.out_range
+            out_range = (max(lo, _I32_LO), min(hi, _I32_HI))
+        else:
+            out_range = (_I32_LO, _I32_HI)
+        out_type = _ctype(*out_range)
+        if isinstance(layer, QLIF):
+            vtype = _lif_state_type(layer)
+            buffers.append(Buffer(keys["v"], vtype, layer.n, "state"))
+        # where the output goes
+        if "out" in keys:
+            dst = keys["out"]
+            if dst not in {b.name for b in buffers}:
+                buffers.append(Buffer(dst, out_type, layer.n_out, "state"))
+        elif last:
+            dst = "y"
+        else:
+            dst = f"h{i}"
+            buffers.append(Buffer(dst, out_type, layer.n_out, "scratch", (i, i + 1)))
+        acc_buf = keys.get("acc")
+        if acc_buf is not None and acc_buf != dst:
+            buffers.append(Buffer(acc_buf, "int32_t", layer.n_out, "state"))
+        code = f"    /* layer {i}: {type(layer).__name__} {layer.name!r} */\n    {{\n"
+        if isinstance(layer, QGemm):
+            code += _gemm(em, i, layer, src, src_range, dst, acc_buf)
+        elif isinstance(layer, QConv2d):
+            code += _conv(em, i, layer, src, src_range, dst, acc_buf)
+        elif isinstance(layer, QRequant):
+            n = layer.n
+            code += f"        for (int32_t n = 0; n < {n}; ++n) {{\n"
+            code += em.requant(i, layer.requant, n, "n", f"{src}[n]", out_range, " " * 12)
+            code += f"            {dst}[n] = ({out_type})r;\n        }}\n"
+        else:
+            code += _lif(em, i, layer, src, dst, keys["v"], vtype)
+        body.append(code + "    }\n")
+        src, src_range, src_type = dst, out_range, out_type
+    n_out = config.layers[-1].n_out if config.layers else config.n_input
+    if src != "y":
+        body.append(f"    for (int32_t i = 0; i < {n_out}; ++i) y[i] = ({src_type}){src}[i];\n")
+    helpers = "".join(_HELPERS[k] for k in ("mul", "i32", "asr") if k in em.helpers)
+    names = record_names(config, record=record)
+    notes = [
+        f"input: the quantized integer input ({in_ctype}, range [{in_lo}, {in_hi}]; use quantize_input)",
+        "tiling, DMA and NPU placement are not modelled: they change where a layer runs, not its values",
+    ] + [f"record {key} = state {cname}" for key, cname in names.items()]
+    return build_program(
+        name,
+        "siracusa",
+        constants=em.constants,
+        buffers=buffers,
+        step_body=textwrap.dedent("".join(body)),
+        n_in=config.n_input,
+        in_ctype=in_ctype,
+        n_out=n_out,
+        out_ctype=src_type,
+        helpers=helpers,
+        notes=notes,
+        description=(
+            f"Siracusa integer deployment of {len(config.layers)} layer(s): int8 GEMM/convolution with int32 "
+            "wrap-around, RequantShift (round half up, saturation) and the integer LIF, equal to SiracusaSim."
+        ),
+    )
+
+
+def _finish_acc(em: _Emitter, i: int, layer: Any, exact: bool, n: int, idx: str, dst: str, acc_buf: str | None) -> str:
+    """Statements after the accumulation loop: wrap, record, requantize or store raw."""
+    pad = " " * 12
+    code = "" if exact else f"{pad}const int32_t acc32 = srq_i32(acc);\n"
+    if exact:
+        code += f"{pad}const int32_t acc32 = acc;\n"
+    if acc_buf is not None:
+        code += f"{pad}{acc_buf}[{idx}] = acc32;\n"
+    if layer.requant is None:
+        if acc_buf != dst:
+            code += f"{pad}{dst}[{idx}] = acc32;\n"
+        return code
+    lo_hi = layer.requant.out_range
+    out_type = _ctype(max(lo_hi[0], _I32_LO), min(lo_hi[1], _I32_HI))
+    code += f"{pad}{{\n"
+    code += em.requant(i, layer.requant, n, "o", "acc32", lo_hi, pad + "    ")
+    code += f"{pad}    {dst}[{idx}] = ({out_type})r;\n{pad}}}\n"
+    return code
+
+
+def _gemm(em: _Emitter, i: int, layer: QGemm, src: str, src_range: tuple, dst: str, acc_buf: str | None) -> str:
+    K, O = layer.n_in, layer.n_out
+    wt = np.ascontiguousarray(layer.weight.T)  # (O, K): contiguous rows per output
+    exact, bias = em.accumulate(i, wt, layer.bias, src_range)
+    em.constants.append(Constant(f"k{i}_w", "int8_t", wt))
+    w = f"k{i}_w[o * {K} + k]"
+    code = f"        for (int32_t o = 0; o < {O}; ++o) {{\n"
+    if exact:
+        code += f"            int32_t acc = {bias};\n"
+        code += f"            for (int32_t k = 0; k < {K}; ++k) acc += (int32_t){src}[k] * {w};\n"
+    else:
+        code += f"            uint32_t acc = {bias};\n"
+        code += f"            for (int32_t k = 0; k < {K}; ++k) acc += srq_mul((uint32_t){src}[k], (uint32_t){w});\n"
+    code += _finish_acc(em, i, layer, exact, O, "o", dst, acc_buf)
+    return code + "        }\n"
+
+
+def _conv(em: _Emitter, i: int, layer: QConv2d, src: str, src_range: tuple, dst: str, acc_buf: str | None) -> str:
+    H, W, C = layer.in_shape
+    kh, kw, cg, O = layer.weight.shape
+    Ho, Wo, _ = layer.out_shape
+    s, p = layer.stride, layer.padding
+    og = O // layer.groups
+    wt = np.ascontiguousarray(np.transpose(layer.weight, (3, 0, 1, 2)))  # (O, kh, kw, cg)
+    exact, bias = em.accumulate(i, wt.reshape(O, -1), layer.bias, src_range)
+    em.constants.append(Constant(f"k{i}_w", "int8_t", wt))
+    xv = f"{src}[(ih * {W} + iw) * {C} + g * {cg} + c]"
+    wv = f"k{i}_w[((o * {kh} + ki) * {kw} + kj) * {cg} + c]"
+    term = f"(int32_t){xv} * {wv}" if exact else f"srq_mul((uint32_t){xv}, (uint32_t){wv})"
+    code = (
+        f"        for (int32_t oh = 0; oh < {Ho}; ++oh)\n"
+        f"        for (int32_t ow = 0; ow < {Wo}; ++ow)\n"
+        f"        for (int32_t o = 0; o < {O}; ++o) {{\n"
+        f"            const int32_t g = o / {og};\n"
+        f"            {'int32_t' if exact else 'uint32_t'} acc = {bias};\n"
+        f"            for (int32_t ki = 0; ki < {kh}; ++ki) {{\n"
+        f"                const int32_t ih = oh * {s} - {p} + ki;\n"
+        f"                if (ih < 0 || ih >= {H}) continue;\n"
+        f"                for (int32_t kj = 0; kj < {kw}; ++kj) {{\n"
+        f"                    const int32_t iw = ow * {s} - {p} + kj;\n"
+        f"                    if (iw < 0 || iw >= {W}) continue;\n"
+        f"                    for (int32_t c = 0; c < {cg}; ++c) acc += {term};\n"
+        f"                }}\n"
+        f"            }}\n"
+    )
+    code += _finish_acc(em, i, layer, exact, O, f"(oh * {Wo} + ow) * {O} + o", dst, acc_buf)
+    return code + "        }\n"
+
+
+def _lif_state_type(layer: QLIF) -> str:
+    """The state's C type: the state width when every reset stays inside it (1 <= thr <= max), else int32."""
+    lo, hi = layer.state_range
+    thr = layer.threshold
+    if thr.size and int(thr.min()) >= 1 and int(thr.max()) <= hi:
+        return _ctype(max(lo, _I32_LO), min(hi, _I32_HI))
+    return "int32_t"
+
+
+def _lif(em: _Emitter, i: int, layer: QLIF, src: str, dst: str, vbuf: str, vtype: str) -> str:
+    n = layer.n
+    em.helpers.update(("mul", "i32"))
+    beta = em.param(f"k{i}_beta", layer.beta_mul, n, "n", "u32")
+    inm = em.param(f"k{i}_inm", layer.in_mul, n, "n", "u32")
+    add = em.param(f"k{i}_ladd", layer.add, n, "n", "u32")
+    lo, hi = max(layer.state_range[0], _I32_LO), min(layer.state_range[1], _I32_HI)
+    # spike iff v >= thr_ge over v in [lo, hi]: clip thr_ge to [lo, hi + 1] (always / never at the ends)
+    thr = np.asarray(layer.threshold, dtype=object).reshape(-1)
+    thr_ge = np.array([int(t) + (1 if layer.compare == ">" else 0) for t in thr], dtype=object)
+    thr_ge = np.array([min(max(int(t), lo), hi + 1) for t in thr_ge], dtype=object)
+    if all(t == thr_ge[0] for t in thr_ge):
+        t0 = int(thr_ge[0])
+        cond = "1" if t0 <= lo else ("0" if t0 > hi else f"r >= {c_literal(t0, 'int32_t')}")
+    else:
+        ctype = "int32_t" if int(max(thr_ge)) <= _I32_HI else "int64_t"
+        em.constants.append(Constant(f"k{i}_thr", ctype, np.asarray(thr_ge, dtype=np.int64)))
+        cond = f"r >= k{i}_thr[n]" if ctype == "int32_t" else f"(int64_t)r >= k{i}_thr[n]"
+    if layer.reset == "zero":
+        reset = "r = 0;"
+    else:
+        thru = em.param(f"k{i}_thru", layer.threshold, n, "n", "u32")
+        reset = f"r = srq_i32((uint32_t)r - {thru});"
+    lines = [f"uint32_t t = srq_mul((uint32_t){vbuf}[n], {beta}) + srq_mul((uint32_t){src}[n], {inm});", f"t += {add};"]
+    lines += em._shift_clamp(layer.shift, (lo, hi))
+    lines += [f"const int z = {cond};", f"if (z) {reset}", f"{vbuf}[n] = ({vtype})r;", f"{dst}[n] = (uint8_t)z;"]
+    body = "".join(f"            {line}\n" for line in lines)
+    return f"        for (int32_t n = 0; n < {n}; ++n) {{\n{body}        }}\n"

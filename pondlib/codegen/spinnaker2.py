@@ -1,0 +1,536 @@
+r"""SpiNNaker2 numerics as C: the per-PE float32 LIF update with 16-bit synapse words, and the int8 MLA layers.
+
+:func:`emit` takes either a :class:`~pondlib.devices.spinnaker2.config.SpiNNaker2Config` (the SNN path, what
+``config_from_specification(mapper(net))`` returns) or a :class:`~pondlib.devices.spinnaker2.dnn.DNNConfig`
+(the DNN path, what ``dnn_mapper`` returns), and writes C whose every output and recorded state equals the
+simulators of :mod:`pondlib.devices.spinnaker2.sim` bit for bit.
+
+**SNN** (``SpiNNaker2Sim``). One C step is one tick. Input ``x`` (``int32_t``, ``n_input``): spike counts of the
+input sources at this tick; output ``y`` (``int32_t``, ``N_out``): the output population's spikes (0/1). Per
+tick, with ``slot = tick mod D`` and ``D = max_delay + 2`` ring slots:
+
+.. code-block:: text
+
+    for every population P (update order), every neuron n:
+        E, H = buf_exc[slot][n], buf_inh[slot][n]  (int64, exact); both slots cleared
+        lif:           I = (float)(E - H)
+        lif_curr_exp:  i_exc = mul_add(exc_decay, i_exc, (float)E); i_inh = mul_add(inh_decay, i_inh, (float)H)
+                       I = i_exc - i_inh
+        if refrac == 0:  v' = mul_add(alpha, v, first) + second     (first, second) = (i_offset, I) or (I, i_offset)
+                         spike = v' > threshold  (or >=);  if spike: v' = v' - threshold (or v_reset),
+                         refrac = t_refrac;  v = v'
+        else:            refrac -= 1, no spike
+    then every source (input counts, population spikes) adds count * |w| into buf_exc / buf_inh of the
+    target at slot (tick + 1 + delay) mod D, decoding each 16-bit synapse word as the chip does; tick += 1
+
+``mul_add(a, b, c)`` is ``float p = a * b; p + c`` (two float32 roundings; the build uses
+``-ffp-contract=off``) or, with ``LIFOptions(fma=True)``, ``fmaf(a, b, c)`` with one rounding, computed
+without libm exactly as the simulator does: the product in double (exact), TwoSum, round to odd in double,
+then one rounding to float (the correctly rounded fused result, equal to the M4F's ``vfma.f32``).
+
+C layout (SNN): flash holds per population the float32 parameter arrays ``<P>_threshold``, ``<P>_alpha``,
+``<P>_i_offset`` (and ``<P>_v_reset``, ``<P>_exc_decay``, ``<P>_inh_decay`` where used), ``<P>_t_refrac``
+(``int32_t``), and the synapse rows of every PE grouped by (source, target): ``syn_words`` (``uint16_t``, the
+configuration's words verbatim), ``syn_ptr`` (row start offsets, R + 1), ``syn_pre`` (source neuron),
+``syn_base`` (the PE slice's first neuron). RAM (state, recorded after every step) per population:
+``<P>_v``, ``<P>_i_exc``, ``<P>_i_inh`` (float), ``<P>_refrac`` (``int32_t``), ``<P>_buf_exc``,
+``<P>_buf_inh`` (``int64_t``, D x N ring slots, slot-major), ``<P>_spikes`` (``int32_t``) and, with
+``record=True`` (default), ``<P>_i_syn`` (float) and ``<P>_input`` (``int64_t``, ``E - H``); plus ``tick``
+(``int64_t``). ``<P>`` is the population name made a C identifier; :func:`record_names` maps every record
+and state key of the simulator (``"1_LIF.v"``, ``"tick"``) to its C buffer.
+
+Input counts must be those the simulator accepts (non-negative, at most its ``max_input_count``): then the
+int64 sums are the simulator's exact sums. Generation refuses (:class:`~pondlib.errors.ConstraintError`) a
+configuration whose sums could overflow ``int64_t`` for some ``int32_t`` input.
+
+**DNN** (``DNNSim``). One C step is one inference: ``x`` the int8 input (K,), ``y`` the last layer's int8
+output. Per layer (weights ``W`` (K, N) int8 in flash, row-major; bias int32; tiles do not change values)::
+
+    acc_n = b_n + sum_k x_k W_kn                           (int64_t, exact)
+    wrap mode:  acc_n = two's complement wrap to acc_bits  (the register)
+    y_n = sat8(floor(acc_n / 2^shift)), then max(y_n, 0) with ReLU
+
+The floor shift is written without right-shifting a negative number (``~((~acc) >> s)``), so it does not rely on
+implementation-defined C. With ``record=True`` (default) ``<L>_acc`` (``int64_t``) and ``<L>_y`` (``int8_t``) are
+state buffers recorded after each step; otherwise the activations live in the scratch arena (ping-pong). In
+``overflow="error"`` mode the simulator raises when an accumulator leaves ``acc_bits``; where the worst case
+``128 * sum_k |W_kn| + |b_n|`` can do that, the C gets a state buffer ``overflow`` (``int32_t``) that is 1 at
+exactly the steps where the simulator would raise (the other outputs are then the exact-accumulator values).
+
+Example:
+    >>> import numpy as np, tempfile
+    >>> from pondlib import nn
+    >>> from pondlib.devices.spinnaker2.mapper import mapper
+    >>> from pondlib.devices.spinnaker2.config import config_from_specification
+    >>> from pondlib.devices.spinnaker2.sim import SpiNNaker2Sim
+    >>> from pondlib.codegen import compile_host, run_host
+    >>> net = nn.Sequential(nn.Linear(2, 3, weight=np.array([[1.0, -0.5, 0.2], [0.3, 1.0, -1.0]])), nn.LIF(3))
+    >>> config, ok, _ = config_from_specification(mapper(net, neuron_model="lif_curr_exp"))
+    >>> prog = emit(config, name="s2net")
+    >>> x = np.random.default_rng(0).integers(0, 3, (12, 2))
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     y, rec = run_host(compile_host(prog, d), prog, x, record=True)
+    >>> y_sim, state, rec_sim = SpiNNaker2Sim.from_config(config).evolve(x, record=True)
+    >>> names = record_names(config)
+    >>> bool(np.array_equal(y, y_sim)), all(np.array_equal(rec[names[k]], rec_sim[k]) for k in rec_sim)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from pondlib.codegen.program import Buffer, Constant, Program, build_program, c_literal
+from pondlib.devices.spinnaker2.config import SpiNNaker2Config, decode_words, validate_config
+from pondlib.devices.spinnaker2.dnn import DNNConfig
+from pondlib.devices.spinnaker2.specification import NEURON_MODELS, LIFOptions
+from pondlib.errors import CodegenError, ConstraintError, Violation
+
+__all__ = ["emit", "record_names"]
+
+_SNN_OPTIONS = ("options", "record")
+_DNN_OPTIONS = ("overflow", "record")
+_INT64_MAX = 2**63 - 1
+
+
+# ------------------------------------------------------------------------------------------------
+# names
+# ------------------------------------------------------------------------------------------------
+def _c_names(names: list[str], suffixes: tuple[str, ...], reserved: tuple[str, ...]) -> list[str]:
+    """One C prefix per name: the name made an identifier, or ``item<i>`` when those would clash."""
+    out = []
+    for name in names:
+        s = re.sub(r"[^A-Za-z0-9_]", "_", str(name))
+        if not re.match(r"[A-Za-z]", s):
+            s = "p" + s
+        out.append(s)
+    full = [p + suf for p in out for suf in suffixes]
+    if len(set(full)) != len(full) or set(full) & set(reserved):
+        out = [f"item{i}" for i in range(len(names))]
+    return out
+
+
+_POP_SUFFIXES = (
+    "_v",
+    "_i_exc",
+    "_i_inh",
+    "_refrac",
+    "_buf_exc",
+    "_buf_inh",
+    "_spikes",
+    "_i_syn",
+    "_input",
+    "_threshold",
+    "_alpha",
+    "_i_offset",
+    "_v_reset",
+    "_exc_decay",
+    "_inh_decay",
+    "_t_refrac",
+)
+_SNN_RESERVED = ("syn_words", "syn_ptr", "syn_pre", "syn_base", "tick")
+_LAYER_SUFFIXES = ("_w", "_b", "_acc", "_y")
+
+
+def record_names(model: SpiNNaker2Config | DNNConfig) -> dict[str, str]:
+    """The C buffer of every simulator record and state key of ``model``.
+
+    SNN: ``"<P>.v"``, ``"<P>.i_syn"``, ``"<P>.input"``, ``"<P>.spikes"`` (record keys) and ``"<P>.i_exc"``,
+    ``"<P>.i_inh"``, ``"<P>.refrac"``, ``"<P>.buf_exc"``, ``"<P>.buf_inh"``, ``"tick"`` (state keys);
+    DNN: ``"<L>.acc"``, ``"<L>.y"``.
+
+    Example:
+        >>> from pondlib.devices.spinnaker2.dnn import MLP, dnn_mapper
+        >>> cfg = dnn_mapper(MLP.from_arrays([np.ones((2, 2))]), calibration=np.ones((1, 2)))
+        >>> record_names(cfg)
+        {'fc1.acc': 'fc1_acc', 'fc1.y': 'fc1_y'}
+    """
+    if isinstance(model, SpiNNaker2Config):
+        names = [p.name for p in model.populations]
+        prefixes = _c_names(names, _POP_SUFFIXES, _SNN_RESERVED)
+        out = {}
+        for name, c in zip(names, prefixes):
+            for key in ("v", "i_syn", "input", "spikes", "i_exc", "i_inh", "refrac", "buf_exc", "buf_inh"):
+                out[f"{name}.{key}"] = f"{c}_{key}"
+        out["tick"] = "tick"
+        return out
+    if isinstance(model, DNNConfig):
+        names = [layer.name for layer in model.layers]
+        prefixes = _c_names(names, _LAYER_SUFFIXES, ("overflow",))
+        out = {}
+        for name, c in zip(names, prefixes):
+            out[f"{name}.acc"] = f"{c}_acc"
+            out[f"{name}.y"] = f"{c}_y"
+        return out
+    raise CodegenError(
+        "model", value=type(model).__name__, limit="a SpiNNaker2Config or a DNNConfig", where="record_names"
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# entry point
+# ------------------------------------------------------------------------------------------------
+def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
+    """The C program of a SpiNNaker2 SNN configuration or DNN configuration (see the module docstring).
+
+    Args:
+        model: a :class:`SpiNNaker2Config` (SNN) or a :class:`DNNConfig` (DNN).
+        name: C prefix of every symbol.
+        options: SNN: ``options`` (a :class:`LIFOptions` overriding ``config.options``, as the simulator
+            takes), ``record`` (bool, default True: record ``i_syn`` and ``input``). DNN: ``overflow``
+            (``"error"`` or ``"wrap"``, overriding ``config.overflow``), ``record`` (bool, default True: keep
+            every layer's ``acc`` and ``y`` as recorded state).
+
+    Raises:
+        CodegenError: ``model`` of another type, an invalid configuration, unknown or bad options.
+        ConstraintError: an integer accumulator that could overflow its ``int64_t``.
+    """
+    if isinstance(model, SpiNNaker2Config):
+        _check_options(options, _SNN_OPTIONS, "SNN")
+        record = _check_record(options.get("record", True))
+        opts = options.get("options")
+        return _emit_snn(model, name, opts, record)
+    if isinstance(model, DNNConfig):
+        _check_options(options, _DNN_OPTIONS, "DNN")
+        record = _check_record(options.get("record", True))
+        return _emit_dnn(model, name, options.get("overflow"), record)
+    raise CodegenError(
+        "model",
+        value=type(model).__name__,
+        limit="a SpiNNaker2Config (SNN path) or a DNNConfig (DNN path)",
+        where="pondlib.codegen.spinnaker2.emit",
+        fix="map the network with pondlib.devices.spinnaker2 (mapper + config_from_specification, or dnn_mapper)",
+    )
+
+
+def _check_options(options: dict[str, Any], allowed: tuple[str, ...], path: str) -> None:
+    unknown = sorted(k for k in options if k not in allowed)
+    if unknown:
+        raise CodegenError(
+            f"unknown option(s) {unknown} for the spinnaker2 {path} path",
+            value=unknown,
+            limit=list(allowed),
+            where="pondlib.codegen.spinnaker2.emit",
+            fix="pass only the supported options",
+        )
+
+
+def _check_record(record: Any) -> bool:
+    if not isinstance(record, (bool, np.bool_)):
+        raise CodegenError("option record", value=record, limit="True or False", where="pondlib.codegen.spinnaker2")
+    return bool(record)
+
+
+# ------------------------------------------------------------------------------------------------
+# SNN
+# ------------------------------------------------------------------------------------------------
+_MUL_ADD_PLAIN = """static float s2_mul_add(float a, float b, float c)
+{
+    const float p = a * b; /* rounded to float32 */
+    return p + c;          /* rounded again */
+}"""
+
+_MUL_ADD_FMA = """/* fmaf(a, b, c) with one rounding, without libm: the double product is exact (24 + 24 bits),
+ * the double sum and its exact error (TwoSum), round to odd in double, then one rounding to float. */
+static float s2_mul_add(float a, float b, float c)
+{
+    const double p = (double)a * (double)b;
+    const double cd = (double)c;
+    double s = p + cd;
+    const double bp = s - p;
+    const double e = (p - (s - bp)) + (cd - bp);
+    if (e != 0.0) {
+        uint64_t bits;
+        memcpy(&bits, &s, sizeof bits);
+        if ((bits & 1u) == 0u) {
+            if ((e > 0.0) == (s > 0.0)) bits += 1u; else bits -= 1u;
+            memcpy(&s, &bits, sizeof s);
+        }
+    }
+    return (float)s;
+}"""
+
+
+def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> Program:
+    problems = validate_config(config)
+    if problems:
+        raise CodegenError(
+            "invalid SpiNNaker2 configuration: " + "; ".join(problems),
+            where="pondlib.codegen.spinnaker2.emit",
+            fix="build the configuration with config_from_specification and check validate_config",
+        )
+    opts = config.options if opts is None else opts
+    if not isinstance(opts, LIFOptions) or opts.problems():
+        raise CodegenError(
+            "option options",
+            value=opts if not isinstance(opts, LIFOptions) else opts.problems(),
+            limit="a valid LIFOptions (compare '>'/'>=', reset 'subtract'/'to_v_reset', fma bool, order)",
+            where="pondlib.codegen.spinnaker2.emit",
+        )
+    model = NEURON_MODELS[config.neuron_model]
+    fmt = model.word
+    D = fmt.max_delay + 2
+    pops = list(config.populations)
+    prefixes = _c_names([p.name for p in pops], _POP_SUFFIXES, _SNN_RESERVED)
+    cname = {p.name: c for p, c in zip(pops, prefixes)}
+    size = {p.name: int(p.size) for p in pops}
+    sizes = {"input": int(config.n_input), **size}
+
+    # Synapse rows of every PE, grouped by (source, target population).
+    groups: dict[tuple[int, str], list[tuple[int, int, np.ndarray]]] = {}
+    col = {p.name: np.zeros((2, p.size), dtype=object) for p in pops}  # |w| sums from input / populations
+    for pe in config.pes:
+        ptr = np.asarray(pe.row_ptr, dtype=np.int64)
+        words = np.asarray(pe.words, dtype=np.uint16)
+        for r in range(len(pe.row_source)):
+            src = int(pe.row_source[r])
+            row = words[ptr[r] : ptr[r + 1]]
+            groups.setdefault((src, pe.population), []).append((int(pe.row_neuron[r]), int(pe.start), row))
+            w, _, idx = decode_words(row, fmt)
+            for wi, ii in zip(w.tolist(), idx.tolist()):
+                col[pe.population][0 if src == 0 else 1, pe.start + ii] += abs(wi)
+    # Worst case per target and slot: every input at int32 max, every population neuron spiking.
+    for p in pops:
+        worst = max((int(a) * (2**31 - 1) + int(b) for a, b in zip(col[p.name][0], col[p.name][1])), default=0)
+        if worst > _INT64_MAX:
+            raise ConstraintError(
+                [
+                    Violation(
+                        "snn_sum_int64",
+                        p.name,
+                        worst,
+                        _INT64_MAX,
+                        "use fewer or smaller synapses into the population",
+                    )
+                ],
+                device="spinnaker2 C code generation",
+            )
+
+    words_all: list[np.ndarray] = []
+    ptr_all, pre_all, base_all = [0], [], []
+    blocks: list[tuple[str, str, int, int]] = []  # (source, target, first row, end row)
+    for (src, tgt), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], [p.name for p in pops].index(kv[0][1]))):
+        first = len(pre_all)
+        for neuron, start, row in rows:
+            words_all.append(row)
+            ptr_all.append(ptr_all[-1] + row.size)
+            pre_all.append(neuron)
+            base_all.append(start)
+        blocks.append((config.sources[src], tgt, first, len(pre_all)))
+
+    constants: list[Constant] = []
+    buffers: list[Buffer] = []
+    reset_sub = opts.reset == "to_v_reset"
+    for p in pops:
+        c = cname[p.name]
+        arrs = p.chip_arrays()
+        fields = ["threshold", "alpha", "i_offset"]
+        if reset_sub:
+            fields.append("v_reset")
+        if model.has_current:
+            fields += ["exc_decay", "inh_decay"]
+        for f in fields:
+            constants.append(Constant(f"{c}_{f}", "float", arrs[f].astype(np.float32)))
+        constants.append(Constant(f"{c}_t_refrac", "int32_t", arrs["t_refrac"].astype(np.int64)))
+        n = size[p.name]
+        buffers += [
+            Buffer(f"{c}_v", "float", n),
+            Buffer(f"{c}_i_exc", "float", n),
+            Buffer(f"{c}_i_inh", "float", n),
+            Buffer(f"{c}_refrac", "int32_t", n),
+            Buffer(f"{c}_buf_exc", "int64_t", D * n),
+            Buffer(f"{c}_buf_inh", "int64_t", D * n),
+            Buffer(f"{c}_spikes", "int32_t", n),
+        ]
+        if record:
+            buffers += [Buffer(f"{c}_i_syn", "float", n), Buffer(f"{c}_input", "int64_t", n)]
+    buffers.append(Buffer("tick", "int64_t", 1))
+    if pre_all:
+        constants += [
+            Constant("syn_words", "uint16_t", np.concatenate(words_all).astype(np.int64)),
+            Constant("syn_ptr", "int32_t", ptr_all),
+            Constant("syn_pre", "int32_t", pre_all),
+            Constant("syn_base", "int32_t", base_all),
+        ]
+
+    cmp = ">=" if opts.compare == ">=" else ">"
+    body = [f"const int32_t slot = (int32_t)(tick[0] % {D});"]
+    for p in pops:
+        c, n = cname[p.name], size[p.name]
+        first, second = ("cur", f"{c}_i_offset[n]") if opts.order == "input_first" else (f"{c}_i_offset[n]", "cur")
+        body.append(f"/* population {p.name!r}: {n} neurons */")
+        body.append(f"for (int32_t n = 0; n < {n}; ++n) {{")
+        body.append(f"    const int64_t e = {c}_buf_exc[slot * {n} + n], h = {c}_buf_inh[slot * {n} + n];")
+        body.append(f"    {c}_buf_exc[slot * {n} + n] = 0;")
+        body.append(f"    {c}_buf_inh[slot * {n} + n] = 0;")
+        if model.has_current:
+            body.append(f"    {c}_i_exc[n] = s2_mul_add({c}_exc_decay[n], {c}_i_exc[n], (float)e);")
+            body.append(f"    {c}_i_inh[n] = s2_mul_add({c}_inh_decay[n], {c}_i_inh[n], (float)h);")
+            body.append(f"    const float cur = {c}_i_exc[n] - {c}_i_inh[n];")
+        else:
+            body.append("    const float cur = (float)(e - h);")
+        body.append("    int32_t s = 0;")
+        body.append(f"    if ({c}_refrac[n] == 0) {{")
+        body.append(f"        float vn = s2_mul_add({c}_alpha[n], {c}_v[n], {first}) + {second};")
+        body.append(f"        s = vn {cmp} {c}_threshold[n];")
+        body.append("        if (s) {")
+        body.append(f"            vn = {c}_v_reset[n];" if reset_sub else f"            vn = vn - {c}_threshold[n];")
+        body.append(f"            {c}_refrac[n] = {c}_t_refrac[n];")
+        body.append("        }")
+        body.append(f"        {c}_v[n] = vn;")
+        body.append("    } else {")
+        body.append(f"        {c}_refrac[n] -= 1;")
+        body.append("    }")
+        body.append(f"    {c}_spikes[n] = s;")
+        if record:
+            body.append(f"    {c}_i_syn[n] = cur;")
+            body.append(f"    {c}_input[n] = e - h;")
+        else:
+            body.append("    (void)cur;")
+        body.append("}")
+    dmask = fmt.max_delay
+    for src, tgt, r0, r1 in blocks:
+        c, n = cname[tgt], size[tgt]
+        count = "(int64_t)x[syn_pre[r]]" if src == "input" else f"(int64_t){cname[src]}_spikes[syn_pre[r]]"
+        at = f"(slot + 1 + (int32_t)((w >> {fmt.index_bits}) & {dmask}u)) % {D}" if dmask else f"(slot + 1) % {D}"
+        body += [
+            f"/* spikes of {src!r} into {tgt!r} ({sizes[src]} sources): rows {r0}..{r1 - 1} */",
+            f"for (int32_t r = {r0}; r < {r1}; ++r) {{",
+            f"    const int64_t cnt = {count};",
+            "    if (cnt == 0) continue;",
+            "    for (int32_t k = syn_ptr[r]; k < syn_ptr[r + 1]; ++k) {",
+            "        const uint32_t w = syn_words[k];",
+            f"        const int32_t at = {at};",
+            f"        const int32_t idx = at * {n} + syn_base[r] + (int32_t)(w & {(1 << fmt.index_bits) - 1}u);",
+            f"        const int64_t m = cnt * (int64_t)((w >> {fmt.weight_shift}) & {fmt.max_weight}u);",
+            f"        if ((w >> {fmt.inh_shift}) & 1u) {c}_buf_inh[idx] += m; else {c}_buf_exc[idx] += m;",
+            "    }",
+            "}",
+        ]
+    out = cname[config.output]
+    body.append(f"for (int32_t n = 0; n < {size[config.output]}; ++n) y[n] = {out}_spikes[n];")
+    body.append("tick[0] += 1;")
+    helpers = _MUL_ADD_FMA if opts.fma else _MUL_ADD_PLAIN
+    notes = (
+        f"neuron model {config.neuron_model}: {fmt.bits}-bit synapse words, delays 0..{fmt.max_delay}, {D} ring slots",
+        f"options: compare {opts.compare!r}, reset {opts.reset!r}, fma {opts.fma}, order {opts.order!r}",
+        "input counts must be non-negative and within the simulator's max_input_count (then every sum is exact)",
+        "recorded buffers are named <population>_<key>; pondlib.codegen.spinnaker2.record_names maps simulator keys",
+    )
+    return build_program(
+        name,
+        "spinnaker2",
+        constants=constants,
+        buffers=buffers,
+        step_body="\n".join(body),
+        n_in=int(config.n_input),
+        in_ctype="int32_t",
+        n_out=size[config.output],
+        out_ctype="int32_t",
+        helpers=helpers,
+        notes=notes,
+        description="A SpiNNaker2 spiking network: the float32 per-PE LIF update of the Cortex-M4F, 16-bit synapse "
+        "words and delay ring buffers, bit-identical to pondlib's SpiNNaker2Sim.",
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# DNN
+# ------------------------------------------------------------------------------------------------
+def _emit_dnn(config: DNNConfig, name: str, overflow: Any, record: bool) -> Program:
+    problems = config.problems()
+    if problems:
+        raise CodegenError(
+            "invalid DNN configuration: " + "; ".join(problems),
+            where="pondlib.codegen.spinnaker2.emit",
+            fix="build the configuration with pondlib.devices.spinnaker2.dnn_mapper",
+        )
+    overflow = config.overflow if overflow is None else overflow
+    if not isinstance(overflow, str) or overflow not in ("error", "wrap"):
+        raise CodegenError("option overflow", value=overflow, limit="'error' or 'wrap'", where="spinnaker2.emit")
+    acc_bits = int(config.acc_bits)
+    layers = list(config.layers)
+    prefixes = _c_names([layer.name for layer in layers], _LAYER_SUFFIXES, ("overflow",))
+    constants: list[Constant] = []
+    buffers: list[Buffer] = []
+    body: list[str] = []
+    check = False
+    violations = []
+    lo, hi = -(1 << (acc_bits - 1)), (1 << (acc_bits - 1)) - 1
+    for layer in layers:
+        w = np.asarray(layer.weights, dtype=np.int64)
+        b = np.asarray(layer.bias, dtype=np.int64)
+        worst = 128 * np.abs(w).sum(axis=0, dtype=object) + np.abs(b).astype(object)
+        wmax = int(max(worst))
+        if wmax > _INT64_MAX:
+            violations.append(Violation("mla_acc_int64", layer.name, wmax, _INT64_MAX, "use fewer inputs per layer"))
+        if overflow == "error" and wmax > hi:
+            check = True
+    if violations:
+        raise ConstraintError(violations, device="spinnaker2 C code generation")
+    if check:
+        buffers.append(Buffer("overflow", "int32_t", 1))
+        body.append("overflow[0] = 0;")
+    src = "x"
+    for i, (layer, c) in enumerate(zip(layers, prefixes)):
+        K, N = layer.weights.shape
+        last = i == len(layers) - 1
+        constants.append(Constant(f"{c}_w", "int8_t", np.asarray(layer.weights, dtype=np.int64)))
+        constants.append(Constant(f"{c}_b", "int32_t", np.asarray(layer.bias, dtype=np.int64)))
+        if record:
+            buffers += [Buffer(f"{c}_acc", "int64_t", N), Buffer(f"{c}_y", "int8_t", N)]
+            dst = f"{c}_y"
+        elif last:
+            dst = "y"
+        else:
+            dst = f"{c}_y"
+            buffers.append(Buffer(dst, "int8_t", N, "scratch", (i, i + 1)))
+        body.append(f"/* layer {layer.name!r}: {K} -> {N}, shift {layer.shift}, relu {bool(layer.relu)} */")
+        body.append(f"for (int32_t n = 0; n < {N}; ++n) {{")
+        body.append(f"    int64_t acc = (int64_t){c}_b[n];")
+        body.append(
+            f"    for (int32_t k = 0; k < {K}; ++k) acc += (int64_t)((int32_t){src}[k] * (int32_t){c}_w[k * {N} + n]);"
+        )
+        if overflow == "wrap":
+            half = c_literal(1 << (acc_bits - 1), "int64_t")
+            mask = f"{(1 << acc_bits) - 1}ull"
+            body.append(f"    acc = (int64_t)(((uint64_t)acc + (uint64_t){half}) & {mask}) - {half};")
+        elif check:
+            body.append(
+                f"    if (acc < {c_literal(lo, 'int64_t')} || acc > {c_literal(hi, 'int64_t')}) overflow[0] = 1;"
+            )
+        s = int(layer.shift)
+        body.append(f"    int64_t q = acc < 0 ? ~((~acc) >> {s}) : acc >> {s};" if s else "    int64_t q = acc;")
+        body.append("    if (q > 127) q = 127;")
+        body.append("    if (q < -128) q = -128;")
+        if layer.relu:
+            body.append("    if (q < 0) q = 0;")
+        body.append(f"    {dst}[n] = (int8_t)q;")
+        if record:
+            body.append(f"    {c}_acc[n] = acc;")
+        body.append("}")
+        src = dst
+    n_out = int(layers[-1].weights.shape[1])
+    if record:
+        body.append(f"for (int32_t n = 0; n < {n_out}; ++n) y[n] = {src}[n];")
+    notes = (
+        f"int8 MLA layers, int64 accumulation, acc_bits {acc_bits}, overflow {overflow!r}",
+        "column tiles (worker PEs) do not change any value and are computed as one loop",
+    ) + (("buffer overflow is 1 at steps where DNNSim would raise (accumulator beyond acc_bits)",) if check else ())
+    return build_program(
+        name,
+        "spinnaker2",
+        constants=constants,
+        buffers=buffers,
+        step_body="\n".join(body),
+        n_in=int(layers[0].weights.shape[0]),
+        in_ctype="int8_t",
+        n_out=n_out,
+        out_ctype="int8_t",
+        notes=notes,
+        description="SpiNNaker2 int8 MLA layers (DNN path): int8 GEMM, arithmetic-shift requantization, "
+        "saturation and ReLU, bit-identical to pondlib's DNNSim.",
+    )
