@@ -191,8 +191,8 @@ def _device_model(console: Any, args: argparse.Namespace, path: Path, raster: An
             raise PondError("the Xylo configuration is invalid", value=message, where=str(path))
         return config, _xylo_reference(config)
     if args.numerics == "spinnaker2":
+        from pondlib.devices.spinnaker2 import SpiNNaker2Sim
         from pondlib.devices.spinnaker2.report import configure, map_network
-        from pondlib.devices.spinnaker2.sim import SpiNNaker2Sim
 
         with stage(console, "Mapping to SpiNNaker2, configuring"):
             spec, late = map_network(net, None, "lif_curr_exp")
@@ -203,9 +203,9 @@ def _device_model(console: Any, args: argparse.Namespace, path: Path, raster: An
             return np.asarray(SpiNNaker2Sim.from_config(config).evolve(x)[0])
 
         return config, reference_s2
+    from pondlib.devices.siracusa import SiracusaSim, quantize_input
     from pondlib.devices.siracusa.config import config_from_specification as siracusa_config
     from pondlib.devices.siracusa.report import map_network as siracusa_map
-    from pondlib.devices.siracusa.sim import SiracusaSim, quantize_input
 
     if raster is not None:
         calib = np.asarray(raster, dtype=np.float64)
