@@ -17,10 +17,17 @@ Measured per workload and numerics (medians of ``--repeats``):
 * instructions per step on Cortex-M4F and RV32IMC (pondlib.codegen.cross, unicorn), and the linked flash/RAM;
 * parity: the host C output equals the simulator's (bit for bit; float32: number of differing outputs).
 
-Side by side: ``snn-mlir`` (PyPI) when importable: which shared NIR files (tests/data/nir) its ``check``
-accepts; "not installed" otherwise (it is not a pondlib dependency).
+Side by side with ``snn-mlir`` (PyPI, NIR in, C out; not a pondlib dependency): which shared NIR files
+(tests/data/nir) each tool accepts. snn-mlir accepts a file when its front-end check passes
+(``snn_mlir.check(path).ok`` when ``snn_mlir`` is importable here, else the exit status of
+``PATH check FILE`` for an executable given with ``--snn-mlir PATH``; install it in a separate venv:
+``python3 -m venv /tmp/snnmlir && /tmp/snnmlir/bin/pip install snn-mlir``). pondlib accepts a file when
+``pondlib.interop.nir.load_nir`` imports it and ``pondlib.codegen.generate(..., numerics="float32")`` emits it
+(time steps from :data:`NIR_DT` where the file's convention does not store one). The reason for every
+refusal is kept. Without either way to run snn-mlir the table has pondlib's column only.
 
-Run: ``python benchmarks/codegen.py [--repeats 3] [--steps 2000] [--isa-steps 3]``. Prints a table and writes
+Run: ``python benchmarks/codegen.py [--repeats 3] [--steps 2000] [--isa-steps 3] [--snn-mlir PATH]``; with
+``--nir-only`` just the NIR table (merged into an existing results file). Prints the tables and writes
 ``benchmarks/results/codegen.json``.
 """
 
@@ -188,18 +195,96 @@ def workloads(steps: int):
     yield "digits", "siracusa", lambda: sc.get("c") or sir_cfg(), x_dig, sir_sim, sir_quant
 
 
-def snn_mlir_side_by_side() -> dict:
-    """Which shared NIR files snn-mlir's checker accepts (or why it cannot say)."""
+#: Time steps (s) of the shared NIR files whose convention does not store one (tests/data/nir/README.md).
+NIR_DT = {"lif/lif_norse.nir": 1e-4}
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return (lines[0] if lines else "")[:limit]
+
+
+def pondlib_accepts(path: Path) -> tuple[bool, str]:
+    """``(accepted, reason)``: pondlib imports the NIR file and emits it as float32 C."""
+    from pondlib.codegen import generate
+    from pondlib.errors import PondError
+    from pondlib.interop.nir import load_nir
+
+    rel = path.relative_to(ROOT / "tests" / "data" / "nir").as_posix()
     try:
-        import snn_mlir  # noqa: F401
+        imp = load_nir(path, dt=NIR_DT.get(rel))
+        prog = generate(imp.module, "float32", name="net")
+    except PondError as exc:
+        return False, _first_line(str(exc))
+    return True, f"{type(imp.module).__name__}, {prog.io.n_in} -> {prog.io.n_out}, {len(prog.io.states)} states"
+
+
+def snn_mlir_checker(executable: str | None):
+    """``(how, check(path) -> (accepted, reason))`` for snn-mlir, or ``(why not, None)``."""
+    try:
+        import snn_mlir
     except ImportError:
-        return {"status": "not installed"}
-    files = sorted((ROOT / "tests" / "data" / "nir").rglob("*.nir"))
-    out = {}
-    for f in files:
-        proc = subprocess.run(["snn-mlir", "check", str(f)], capture_output=True, text=True)
-        out[str(f.relative_to(ROOT))] = "accepted" if proc.returncode == 0 else "rejected"
-    return {"status": "installed", "files": out}
+        snn_mlir = None
+    if snn_mlir is not None:
+
+        def check_import(path: Path) -> tuple[bool, str]:
+            try:
+                report = snn_mlir.check(path)
+            except Exception as exc:  # noqa: BLE001 - its reader raises on files it cannot type
+                return False, _first_line(f"{type(exc).__name__}: {exc}")
+            return report.ok, "; ".join(f.message for f in report.errors)[:200]
+
+        return f"snn_mlir {snn_mlir.__version__} (imported)", check_import
+    if executable is None:
+        return "not installed (pip install snn-mlir in a separate venv, then pass --snn-mlir PATH)", None
+    try:
+        version = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=60)
+    except OSError as exc:
+        return f"cannot run {executable}: {exc.strerror}", None
+
+    def check_exe(path: Path) -> tuple[bool, str]:
+        proc = subprocess.run([executable, "check", str(path)], capture_output=True, text=True, timeout=300)
+        if proc.returncode == 0:
+            return True, ""
+        fails = [line.strip() for line in proc.stdout.splitlines() if line.startswith(" " * 8)]
+        return False, "; ".join(fails)[:200] or _first_line(proc.stderr or proc.stdout)
+
+    return f"{_first_line(version.stdout or version.stderr)} ({executable} check)", check_exe
+
+
+def nir_side_by_side(executable: str | None = None) -> dict:
+    """Which shared NIR files (tests/data/nir) snn-mlir's check and pondlib's float32 codegen accept."""
+    how, check = snn_mlir_checker(executable)
+    files = {}
+    for path in sorted((ROOT / "tests" / "data" / "nir").rglob("*.nir")):
+        row: dict = {}
+        row["pondlib"], row["pondlib_reason"] = pondlib_accepts(path)
+        if check is not None:
+            row["snn_mlir"], row["snn_mlir_reason"] = check(path)
+        files[path.relative_to(ROOT).as_posix()] = row
+    out: dict = {"snn_mlir": how, "files": files, "pondlib_accepts": sum(r["pondlib"] for r in files.values())}
+    if check is not None:
+        out["snn_mlir_accepts"] = sum(r["snn_mlir"] for r in files.values())
+        out["pondlib_covers_snn_mlir"] = all(r["pondlib"] for r in files.values() if r["snn_mlir"])
+    return out
+
+
+def print_nir_table(console, nir: dict) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"Shared NIR files accepted (snn-mlir: {nir['snn_mlir']})")
+    for col in ("file", "snn-mlir", "pondlib (float32 C)", "why not / what"):
+        t.add_column(col)
+    for name, r in nir["files"].items():
+        mlir = "-" if "snn_mlir" not in r else ("yes" if r["snn_mlir"] else "no")
+        why = r.get("snn_mlir_reason") if r.get("snn_mlir") is False else r["pondlib_reason"]
+        t.add_row(name.removeprefix("tests/data/nir/"), mlir, "yes" if r["pondlib"] else "no", why)
+    console.print(t)
+    if "snn_mlir_accepts" in nir:
+        console.print(
+            f"accepted: snn-mlir {nir['snn_mlir_accepts']} of {len(nir['files'])}, pondlib {nir['pondlib_accepts']} "
+            f"of {len(nir['files'])}; pondlib accepts every file snn-mlir accepts: {nir['pondlib_covers_snn_mlir']}"
+        )
 
 
 def run(steps: int, isa_steps: int, repeats: int) -> list[dict]:
@@ -246,12 +331,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=2000, help="time steps for the host timings")
     ap.add_argument("--isa-steps", type=int, default=3, help="time steps emulated per ISA")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "codegen.json"))
+    ap.add_argument("--snn-mlir", default=None, metavar="PATH", help="an snn-mlir executable (when not importable)")
+    ap.add_argument("--nir-only", action="store_true", help="only the NIR table, merged into an existing --out")
     args = ap.parse_args(argv)
-    results = run(args.steps, args.isa_steps, args.repeats)
-    mlir = snn_mlir_side_by_side()
-
     from rich.console import Console
     from rich.table import Table
+
+    console = Console(width=160)
+    nir = nir_side_by_side(args.snn_mlir)
+    out = Path(args.out)
+    if args.nir_only:
+        print_nir_table(console, nir)
+        payload = json.loads(out.read_text()) if out.is_file() else {"benchmark": "codegen"}
+        payload["snn_mlir"] = nir
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(payload, indent=2))
+        console.print(f"wrote {out}")
+        return 0 if nir.get("pondlib_covers_snn_mlir", True) else 1
+    results = run(args.steps, args.isa_steps, args.repeats)
 
     t = Table(title=f"Generated C vs pondlib simulators, per step ({args.steps} steps, one sample)")
     for col in ("workload", "numerics", "C host ns", "pondlib ns", "pondlib / C", "parity", "M4F instr",
@@ -268,11 +365,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['rv32_instructions_per_step']:,.0f}", f"{r['flash_bytes']:,}", f"{r['ram_bytes']:,}",
         )  # fmt: skip
     ok = [r for r in results if "error" not in r]
-    console = Console(width=160)
     console.print(t)
     if ok:
         console.print(f"median pondlib / C per step: {statistics.median(r['speedup'] for r in ok):,.1f}x")
-    console.print(f"snn-mlir: {mlir['status']}" + ("" if "files" not in mlir else f" {mlir['files']}"))
+    print_nir_table(console, nir)
     payload = {
         "benchmark": "codegen",
         "platform": platform.platform(),
@@ -282,9 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "results": results,
         "median_speedup": statistics.median(r["speedup"] for r in ok) if ok else None,
-        "snn_mlir": mlir,
+        "snn_mlir": nir,
     }
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=2))
     console.print(f"wrote {out}")

@@ -22,7 +22,12 @@ all timed steps, as steps per second.
 
 Usage::
 
-    python benchmarks/train_step.py [--rounds 5] [--steps 10] [--only pondlib,spyx] [--json PATH]
+    python benchmarks/train_step.py [--rounds 5] [--steps 10] [--only pondlib,spyx] [--busy] [--json PATH]
+
+``--busy`` repeats the timing with one spinning process (a ``multiprocessing`` busy loop on the other
+core, started and stopped by the script; ``Busy`` of ``benchmarks/inference.py``) and reports each
+framework's slowdown (busy median / quiet median). The ``pondlib-xylo-aware`` row reports its cost
+relative to the plain pondlib step as ``vs_plain_pondlib`` (step time ratio).
 """
 
 from __future__ import annotations
@@ -293,6 +298,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds")
     ap.add_argument("--steps", type=int, default=10, help="timed steps per framework per round")
     ap.add_argument("--only", default=",".join(FRAMEWORKS), help="comma-separated frameworks to run")
+    ap.add_argument("--busy", action="store_true", help="also time with one spinning process")
     ap.add_argument("--json", default=str(RESULTS), help="where to write the results ('' for nowhere)")
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]
@@ -300,6 +306,23 @@ def main(argv: list[str] | None = None) -> dict:
     if unknown:
         ap.error(f"unknown framework(s) {unknown}; choose from {list(FRAMEWORKS)}")
     results = run(names, args.rounds, args.steps)
+    plain = results.get("pondlib", {}).get("median_ms")
+    aware = results.get("pondlib-xylo-aware", {}).get("median_ms")
+    if plain and aware:
+        results["pondlib-xylo-aware"]["vs_plain_pondlib"] = aware / plain
+    if args.busy:
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from inference import Busy
+
+        with Busy(True):
+            busy = run(names, args.rounds, args.steps)
+        for name, r in busy.items():
+            if r.get("status") == "ok" and results[name].get("status") == "ok":
+                results[name]["busy_steps_per_s"] = r["steps_per_s"]
+                results[name]["busy_slowdown"] = r["median_ms"] / results[name]["median_ms"]
+                print(f"busy: {name}: {r['steps_per_s']:.1f} steps/s, slowdown {results[name]['busy_slowdown']:.2f}x")
     report(results)
     if args.json:
         out = {

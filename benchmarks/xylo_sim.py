@@ -2,15 +2,18 @@
 
 For N hidden in {128, 512, 1000}: one random legal configuration (16 inputs, k = 2 synapses, ~5 %
 recurrent density with fan-out <= 64, 8 outputs), Poisson input at 0.05 events per channel per step,
-T = 10000 steps. Measured (median of several repeats after a warm-up run):
+T = 10000 steps. Measured in interleaved rounds (each round runs every contender once, in turn, so that
+load changes hit all alike; the median over rounds is reported, after one warm-up call each):
 
 * steps/s for one sample, record off and record on (xylosim always records, so its number is the same);
 * sample-steps/s for a batch of 64 (pondlib: one parallel call; xylosim has no batch dimension, so its
   throughput is the loop over samples, measured over ``--xylosim-samples`` samples);
 * ratios pondlib / xylosim, and a parity check (pondlib output and records == xylosim's).
 
-Run: ``python benchmarks/xylo_sim.py [--repeats 3] [--sizes 128 512 1000]``. Prints a rich table and
-writes ``benchmarks/results/xylo_sim.json``.
+Run: ``python benchmarks/xylo_sim.py [--rounds 5] [--sizes 128 512 1000]``. Prints a rich table, one
+line per size with the two headline ratios (single sample, B = 64), and writes
+``benchmarks/results/xylo_sim.json`` (with the machine's load average before and after: on a shared
+machine, compare ratios, not absolute rates).
 """
 
 from __future__ import annotations
@@ -111,14 +114,18 @@ def xylosim_layer(config: XyloConfig):
     return XyloLayer(*args), args
 
 
-def _median_time(fn, repeats: int) -> float:
-    fn()  # warm-up (compilation, caches)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def _interleaved(fns: dict, rounds: int) -> dict[str, float]:
+    """Median seconds of each callable, all run once per round in turn (after one warm-up call each),
+    so that a change of machine load hits every contender alike."""
+    for fn in fns.values():
+        fn()  # warm-up (compilation, caches)
+    times: dict[str, list[float]] = {key: [] for key in fns}
+    for _ in range(rounds):
+        for key, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[key].append(time.perf_counter() - t0)
+    return {key: statistics.median(v) for key, v in times.items()}
 
 
 def _parity(config: XyloConfig, x: np.ndarray) -> bool:
@@ -138,7 +145,7 @@ def _parity(config: XyloConfig, x: np.ndarray) -> bool:
     return bool(np.array_equal(out, ref_out) and all(np.array_equal(rec[k], ref[k]) for k in ref))
 
 
-def run(sizes: list[int], repeats: int, xylosim_samples: int, seed: int = 0) -> list[dict]:
+def run(sizes: list[int], rounds: int, xylosim_samples: int, seed: int = 0) -> list[dict]:
     results = []
     for n in sizes:
         config = benchmark_config(n, seed)
@@ -158,13 +165,6 @@ def run(sizes: list[int], repeats: int, xylosim_samples: int, seed: int = 0) -> 
 
             return go
 
-        t_off = _median_time(pond(x1, False), repeats)
-        t_on = _median_time(pond(x1, True), repeats)
-        t_batch = _median_time(pond(xb, False), repeats)
-        sim.reset_state()
-        out, _, rec = sim.evolve(x1, record=True)
-        hidden_rate = float(rec["Spikes"].astype(bool).mean())
-
         layer, _keep = xylosim_layer(config)
         x1_list = x1.tolist()
 
@@ -179,8 +179,20 @@ def run(sizes: list[int], repeats: int, xylosim_samples: int, seed: int = 0) -> 
                 layer.reset_all()
                 layer.evolve(xin)
 
-        t_xs = _median_time(xs_one, repeats)
-        t_xs_loop = _median_time(xs_loop, max(1, repeats // 2))
+        med = _interleaved(
+            {
+                "off": pond(x1, False),
+                "on": pond(x1, True),
+                "batch": pond(xb, False),
+                "xs": xs_one,
+                "xs_loop": xs_loop,
+            },
+            rounds,
+        )
+        t_off, t_on, t_batch, t_xs, t_xs_loop = (med[k] for k in ("off", "on", "batch", "xs", "xs_loop"))
+        sim.reset_state()
+        out, _, rec = sim.evolve(x1, record=True)
+        hidden_rate = float(rec["Spikes"].astype(bool).mean())
         parity = _parity(config, x1[:2000])
 
         r = {
@@ -195,6 +207,7 @@ def run(sizes: list[int], repeats: int, xylosim_samples: int, seed: int = 0) -> 
             "xylosim_steps_per_s": T_STEPS / t_xs,
             "xylosim_batch_sample_steps_per_s": xylosim_samples * T_STEPS / t_xs_loop,
             "xylosim_batch_samples_measured": xylosim_samples,
+            "rounds": rounds,
             "parity": parity,
         }
         r["ratio_record_off"] = r["pond_steps_per_s_record_off"] / r["xylosim_steps_per_s"]
@@ -208,17 +221,19 @@ def run(sizes: list[int], repeats: int, xylosim_samples: int, seed: int = 0) -> 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1000])
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (the median is reported)")
     ap.add_argument(
         "--xylosim-samples",
         type=int,
-        default=4,
+        default=2,
         help="samples in xylosim's batch loop (its throughput does not depend on it)",
     )
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "xylo_sim.json"))
     args = ap.parse_args(argv)
 
-    results = run(args.sizes, args.repeats, args.xylosim_samples)
+    load_before = os.getloadavg()
+    results = run(args.sizes, args.rounds, args.xylosim_samples)
+    load_after = os.getloadavg()
 
     from rich.console import Console
     from rich.table import Table
@@ -252,12 +267,27 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['ratio_batch']:.1f}",
             "OK" if r["parity"] else "FAIL",
         )
-    Console(width=200).print(table)
+    console = Console(width=200)
+    console.print(table)
+    for r in results:
+        console.print(
+            f"N={r['n_hidden']}: pondlib / xylosim = {r['ratio_record_off']:.1f}x single sample (record off), "
+            f"{r['ratio_batch']:.1f}x batched (B={BATCH}); medians of {r['rounds']} interleaved rounds, "
+            f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after ({os.cpu_count()} CPUs)"
+        )
 
     payload = {
         "benchmark": "xylo_sim",
         "units": "steps/s (single sample), sample-steps/s (batch)",
-        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_average_1min_before": load_before[0],
+            "load_average_1min_after": load_after[0],
+        },
+        "method": "medians of interleaved rounds (pondlib single off/on, pondlib batch, xylosim single, xylosim "
+        "batch loop, in turn each round), one process, after one warm-up call each",
         "results": results,
     }
     out = Path(args.out)

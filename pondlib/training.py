@@ -52,6 +52,7 @@ import numpy as np
 import optax
 
 from pondlib.errors import PondError
+from pondlib.nn import parallel
 from pondlib.validate import as_array, as_int_array, check_bool, check_float, check_int, check_type
 
 __all__ = [
@@ -324,6 +325,30 @@ def _counts(net: Any, x: jax.Array) -> jax.Array:
     return jnp.sum(out, axis=1)
 
 
+@eqx.filter_jit
+def _counts_split(net: Any, x: jax.Array, mesh: Any) -> jax.Array:
+    out, _, _ = parallel.split_call(net, x, mesh=mesh)
+    return jnp.sum(out, axis=1)
+
+
+def _train_mesh(devices: Any, batch_size: int) -> Any:
+    """The data mesh of :func:`fit` (None for one device). Automatic (``devices=None``): the largest number
+    of devices that divides ``batch_size``; named devices must divide it."""
+    devs = parallel.devices(devices, where="fit")
+    d = len(devs)
+    if devices is None:
+        d = max(k for k in range(1, d + 1) if batch_size % k == 0)
+    elif batch_size % d:
+        raise PondError(
+            "batch_size",
+            value=batch_size,
+            limit=f"a multiple of the {d} devices",
+            where="fit",
+            fix=f"pass batch_size={-(-batch_size // d) * d} or fewer devices (a mean loss cannot be padded)",
+        )
+    return parallel.data_mesh(devs[:d]) if d > 1 else None
+
+
 def _check_xy(x: Any, y: Any, where: str, net: Any = None) -> tuple[np.ndarray, np.ndarray]:
     size_in, size_out = _check_net(net, where) if net is not None else (None, None)
     x = _check_x(x, where, size_in)
@@ -341,33 +366,48 @@ def _batch_size(batch_size: Any, where: str, hi: int | None = None) -> int:
     )
 
 
-def predict(net: Any, x: Any, *, batch_size: int = 256) -> np.ndarray:
-    """Predicted classes (N,) of a float network for inputs (N, T, C), in batches of ``batch_size``.
+def predict(net: Any, x: Any, *, batch_size: int = 256, devices: Any = None) -> np.ndarray:
+    r"""Predicted classes (N,) of a float network for inputs (N, T, C), in batches of ``batch_size``.
 
     The last batch is zero-padded so that every batch has the same shape (one compilation). A
     ``batch_size`` above N is allowed and runs one batch of N.
 
+    ``devices`` (see :func:`pondlib.nn.parallel.devices`; default every device, ``1`` for one) splits each
+    batch over several devices, the network copied to each: the batch is rounded up to a multiple of
+    the device count D, :math:`\lceil \min(\mathrm{batch\_size}, N) / D \rceil D`, with zero rows that
+    are dropped. Every sample runs the same computation as on one device, so the predictions are the same.
+
     Raises:
         PondError: ``net`` not a pondlib.nn network; ``x`` not a finite real (N, T, C) array with N, T >= 1
             and ``C == net.size_in`` (NaN, inf, complex, strings, ragged lists, empty batches are
-            refused); ``batch_size`` not a whole number >= 1.
+            refused); ``batch_size`` not a whole number >= 1; a bad ``devices``.
     """
     size_in, _ = _check_net(net, "predict")
     x = _check_x(x, "predict", size_in).astype(np.float32)
     n = x.shape[0]
     bs = min(_batch_size(batch_size, "predict"), n)
+    devs = parallel.devices(devices, where="predict")
+    mesh = parallel.data_mesh(devs) if len(devs) > 1 else None
+    if mesh is not None:
+        bs = -(-bs // len(devs)) * len(devs)
+        net = parallel.replicate(net, mesh)
     preds = []
     for start in range(0, n, bs):
         xb = x[start : start + bs]
         m = xb.shape[0]
         if m < bs:
             xb = np.concatenate([xb, np.zeros((bs - m,) + xb.shape[1:], xb.dtype)])
-        preds.append(np.argmax(np.asarray(_counts(net, jnp.asarray(xb))), axis=-1)[:m])
+        if mesh is None:
+            counts = np.asarray(_counts(net, jnp.asarray(xb)))
+        else:
+            counts = parallel.gather(_counts_split(net, parallel.shard_batch(xb, mesh), mesh))
+        preds.append(np.argmax(counts, axis=-1)[:m])
     return np.concatenate(preds)
 
 
-def evaluate(net: Any, x: Any, y: Any, *, batch_size: int = 256) -> float:
-    """Accuracy (0..1) of a float network on inputs (N, T, C) and labels (N,) (batched).
+def evaluate(net: Any, x: Any, y: Any, *, batch_size: int = 256, devices: Any = None) -> float:
+    """Accuracy (0..1) of a float network on inputs (N, T, C) and labels (N,) (batched, and split over
+    ``devices`` as in :func:`predict`).
 
     Raises:
         PondError: as :func:`predict`, and labels that are not N integers (an integer dtype) in
@@ -381,7 +421,7 @@ def evaluate(net: Any, x: Any, y: Any, *, batch_size: int = 256) -> float:
         1.0
     """
     x, y = _check_xy(x, y, "evaluate", net)
-    return float(np.mean(predict(net, x, batch_size=batch_size) == y))
+    return float(np.mean(predict(net, x, batch_size=batch_size, devices=devices) == y))
 
 
 # -- training --------------------------------------------------------------------------------------
@@ -407,12 +447,19 @@ def _train_step(
     y: jax.Array,
     loss_fn: LossFn,
     optimizer: optax.GradientTransformation,
+    mesh: Any = None,
 ):
-    """One optimisation step. Compiled once per network structure, shapes, loss and optimizer:
-    arrays (parameters, frozen arrays, optimizer state, data) are traced, everything else static."""
+    """One optimisation step. Compiled once per network structure, shapes, loss, optimizer and mesh:
+    arrays (parameters, frozen arrays, optimizer state, data) are traced, everything else static.
+    With a ``mesh`` the forward pass runs per device on its rows (:func:`pondlib.nn.parallel.split_call`)
+    and the batch reductions of the loss and the gradients become all-reduces."""
 
     def batch_loss(p: Any) -> tuple[jax.Array, jax.Array]:
-        out, _, rec = eqx.combine(p, static)(x, record=True)
+        net = eqx.combine(p, static)
+        if mesh is None:
+            out, _, rec = net(x, record=True)
+        else:
+            out, _, rec = parallel.split_call(net, x, record=True, mesh=mesh)
         return loss_fn(out, rec, y), out
 
     (value, out), grads = jax.value_and_grad(batch_loss, has_aux=True)(params)
@@ -423,9 +470,13 @@ def _train_step(
 
 
 def make_train_step(
-    static: Any, loss: str | LossFn, optimizer: optax.GradientTransformation
+    static: Any, loss: str | LossFn, optimizer: optax.GradientTransformation, mesh: Any = None
 ) -> Callable[..., tuple[Any, Any, jax.Array, jax.Array]]:
     """A jitted step ``(params, opt_state, x, y) -> (params, opt_state, loss, accuracy)``.
+
+    With ``mesh`` (a :func:`pondlib.nn.parallel.data_mesh`), ``x`` and ``y`` should be split over it
+    (:func:`~pondlib.nn.parallel.shard_batch`, B a multiple of the device count) and ``params`` /
+    ``opt_state`` replicated (:func:`~pondlib.nn.parallel.replicate`): data-parallel training.
 
     ``params`` and ``static`` are the two halves of ``eqx.partition(net, mask)``: the trainable arrays
     and the rest; the network is ``eqx.combine(params, static)``. ``accuracy`` is the fraction of the
@@ -448,7 +499,7 @@ def make_train_step(
     loss_fn = get_loss(loss)
 
     def step(params: Any, opt_state: Any, x: jax.Array, y: jax.Array):
-        return _train_step(params, static, opt_state, x, y, loss_fn, optimizer)
+        return _train_step(params, static, opt_state, x, y, loss_fn, optimizer, mesh)
 
     return step
 
@@ -501,6 +552,7 @@ def fit(
     frozen: Sequence[str] = (),
     progress: bool = True,
     console: Any = None,
+    devices: Any = None,
 ) -> tuple[Any, dict[str, list[float]]]:
     """Train a network with mini-batch gradient descent.
 
@@ -518,6 +570,14 @@ def fit(
         frozen: parameter field names not to train (e.g. ``("tau_mem", "tau_syn")``).
         progress: show a rich progress bar with the running loss and accuracy.
         console: a ``rich.console.Console`` for the progress bar (default: a new one).
+        devices: data-parallel training (see :func:`pondlib.nn.parallel.devices`): each batch is split
+            over the devices, the parameters and optimizer state are replicated, and the gradient, a mean
+            over the batch, is summed across devices (an all-reduce). Default ``None``: the largest
+            number of the available devices that divides ``batch_size`` (one device when only one is
+            available, or inside :func:`pondlib.nn.parallel.single_device`); ``1`` turns it off; named
+            devices must divide ``batch_size``. The result equals the one-device run up to float32
+            rounding of the batch sums (a different summation order); the trained network is returned
+            on the default device.
 
     Returns:
         ``(trained_net, history)`` with ``history["loss"]`` and ``history["accuracy"]`` the mean
@@ -531,7 +591,8 @@ def fit(
             not a whole number in 1..10^6; ``batch_size`` not a whole number in 1..N; an unknown loss;
             an ``optimizer`` that is not an optax transformation (the learning rate is the optimizer's:
             ``optax.adam(lr)``); a ``key`` that is not a jax.random key; ``frozen`` not a sequence of
-            names; a non-bool ``progress``; or a training loss that becomes NaN or infinite.
+            names; a non-bool ``progress``; a bad ``devices`` or one that does not divide ``batch_size``;
+            or a training loss that becomes NaN or infinite.
     """
     _check_net(net, "fit")
     x, y = _as_xy(data, net)
@@ -561,11 +622,24 @@ def fit(
     for name in frozen:
         check_type(name, "frozen field name", str, where="fit")
     progress = check_bool(progress, "progress", where="fit")
+    mesh = _train_mesh(devices, batch_size)
     params, static = eqx.partition(net, _trainable_mask(net, frozen))
     opt_state = optimizer.init(params)
-    step = make_train_step(static, loss_fn, optimizer)
-    xj = jnp.asarray(x, dtype=jnp.float32)
-    yj = jnp.asarray(y, dtype=jnp.int32)
+    step = make_train_step(static, loss_fn, optimizer, mesh)
+    if mesh is None:
+        xj = jnp.asarray(x, dtype=jnp.float32)
+        yj = jnp.asarray(y, dtype=jnp.int32)
+
+        def batch(idx: Any) -> tuple[jax.Array, jax.Array]:
+            return xj[idx], yj[idx]
+    else:
+        params, opt_state = parallel.replicate((params, opt_state), mesh)
+        xn, yn = np.asarray(x, np.float32), np.asarray(y, np.int32)
+
+        def batch(idx: Any) -> tuple[jax.Array, jax.Array]:
+            idx = np.asarray(idx)
+            return parallel.shard_batch(xn[idx], mesh), parallel.shard_batch(yn[idx], mesh)
+
     n_batches = n // batch_size
     history: dict[str, list[float]] = {"loss": [], "accuracy": []}
 
@@ -591,7 +665,7 @@ def fit(
             losses, accs = [], []
             for b in range(n_batches):
                 idx = perm[b * batch_size : (b + 1) * batch_size]
-                params, opt_state, value, acc = step(params, opt_state, xj[idx], yj[idx])
+                params, opt_state, value, acc = step(params, opt_state, *batch(idx))
                 losses.append(value)
                 accs.append(acc)
                 if bar is not None:
@@ -616,4 +690,6 @@ def fit(
     finally:
         if bar is not None:
             bar.stop()
+    if mesh is not None and jax.process_count() == 1:
+        params = jax.device_put(params, jax.devices()[0])
     return eqx.combine(params, static), history

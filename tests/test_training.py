@@ -211,3 +211,18 @@ def test_evaluate_rejects_bad_shapes():
         evaluate(small_net(4), np.zeros((4, 16)), np.zeros(4, dtype=int))
     with pytest.raises(PondError, match="labels"):
         evaluate(small_net(4), np.zeros((4, 8, 16)), np.zeros(4))
+
+
+# -- devices (data parallelism; the 2-device runs are in tests/nn/test_parallel.py) ---------------------
+def test_devices_option_one_device_and_bad_values():
+    net = nn.Sequential(nn.Linear(2, 2, weight=jnp.eye(2)), nn.LIF(2))
+    x = np.zeros((3, 4, 2))
+    x[0, :, 0] = 2
+    x[1, :, 1] = 2
+    np.testing.assert_array_equal(predict(net, x, devices=1), [0, 1, 0])
+    assert evaluate(net, x, np.array([0, 1, 1]), devices=[jax.devices()[0]]) == pytest.approx(2 / 3)
+    for bad, match in [(0, "devices"), ("gpu", "devices"), ([], "empty"), (jax.device_count() + 1, "devices")]:
+        with pytest.raises(PondError, match=match):
+            predict(net, x, devices=bad)
+        with pytest.raises(PondError, match=match):
+            fit(net, (x, np.array([0, 1, 1])), batch_size=3, progress=False, devices=bad)

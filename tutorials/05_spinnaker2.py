@@ -157,3 +157,48 @@ for k in paper:
     print(f"{k}: paper {paper[k] * 1e6:.0f} us, model {model[k] * 1e6:.0f} us")
     assert abs(model[k] - paper[k]) <= 0.1 * paper[k]
 print("our digits MLP:", f"{estimate(cfg).total_s * 1e6:.0f} us per inference (predicted)")
+
+# %% [markdown]
+# ## 6. A model that arrives as ONNX, deployed as one DRAM image
+#
+# The seed's flow: a float model exported to ONNX, int8 post-training quantization with power-of-two
+# scales, Linear + ReLU fused, the layers split over PEs, and one configuration image in DRAM that the
+# scheduler PE walks block by block without the host. The MLP above is written as the ONNX graph PyTorch
+# would export (Gemm + Relu), imported, mapped, turned into the image and run by walking it.
+
+# %%
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from pondlib.devices.spinnaker2 import read_times, run_dram_image
+from pondlib.interop.onnx import load_onnx, to_spinnaker2
+
+l1, l2 = mlp.layers
+graph = helper.make_graph(
+    [
+        helper.make_node("Gemm", ["x", "W1", "b1"], ["z1"], transB=1, name="fc1"),
+        helper.make_node("Relu", ["z1"], ["h1"], name="relu1"),
+        helper.make_node("Gemm", ["h1", "W2", "b2"], ["y"], transB=1, name="fc2"),
+    ],
+    "digits_mlp",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])],
+    [
+        numpy_helper.from_array(np.asarray(v, np.float32), k)
+        for k, v in {"W1": l1.weight.T, "b1": l1.bias, "W2": l2.weight.T, "b2": l2.bias}.items()
+    ],
+)
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "digits_mlp.onnx")
+
+cfg_onnx = dnn_mapper(to_spinnaker2(load_onnx("digits_mlp.onnx")), calibration=xd[tr])
+image = cfg_onnx.to_dram_image()
+x_int8 = cfg_onnx.quantize_input(xd[te])
+y_image, dram_after = run_dram_image(image, x_int8)
+y_direct, _, _ = DNNSim.from_config(cfg_onnx).evolve(x_int8)
+times = read_times(dram_after)
+print(f"DRAM image: {len(image):,} bytes, {len(cfg_onnx.layers)} layer blocks (ReLU fused: {cfg_onnx.layers[0].relu})")
+print(
+    f"walking the image: accuracy {np.mean(y_image.argmax(1) == yd[te]):.2%}, {times['total']:,} cycles per inference"
+)
+assert np.array_equal(y_image, y_direct) and type(cfg_onnx).from_dram_image(image).layers[0].relu
+assert abs(np.mean(y_image.argmax(1) == yd[te]) - acc_q) <= 0.005

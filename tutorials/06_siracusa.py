@@ -130,3 +130,47 @@ for key, model in leaky_relu_series().items():
     ref = TUTORIAL_ANCHORS["leaky_relu"][key]
     print(f"LeakyReLU {key:<22} model {model:>10,.0f}  tutorial {ref:>10,}")
     assert abs(model / ref - 1) < 0.15
+
+# %% [markdown]
+# ## 7. A model that arrives as ONNX
+#
+# Most users bring a model exported from PyTorch. Here the float MLP above is written as the ONNX graph
+# PyTorch would export (Gemm + Relu nodes), read back with `pondlib.interop.onnx.load_onnx`, checked
+# against its own float evaluator, and deployed through the same mapper: the result equals the direct path.
+
+# %%
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from pondlib.interop.onnx import load_onnx, run_float, to_siracusa
+
+nodes, inits, prev = [], [], "x"
+for i, (W, b) in enumerate(params):
+    inits += [
+        numpy_helper.from_array(W.T.astype(np.float32), f"W{i}"),
+        numpy_helper.from_array(b.astype(np.float32), f"b{i}"),
+    ]
+    nodes.append(helper.make_node("Gemm", [prev, f"W{i}", f"b{i}"], [f"z{i}"], transB=1, name=f"fc{i}"))
+    prev = f"z{i}"
+    if i < 2:
+        nodes.append(helper.make_node("Relu", [prev], [f"h{i}"], name=f"relu{i}"))
+        prev = f"h{i}"
+graph = helper.make_graph(
+    nodes,
+    "digits_mlp",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+    [helper.make_tensor_value_info(prev, TensorProto.FLOAT, ["N", 10])],
+    inits,
+)
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "digits_mlp.onnx")
+
+model = load_onnx("digits_mlp.onnx")
+print(model.summary())
+acc_onnx_float = float(np.mean(run_float(model, x_te.astype(np.float32)).argmax(-1) == y_te))
+onnx_layers, perm = to_siracusa(model)
+onnx_config, ok, message = config_from_specification(mapper(onnx_layers, calibration=x_tr[:, perm]))
+assert ok, message
+out_onnx, _, _ = SiracusaSim(onnx_config).evolve(quantize_input(x_te[:, None, perm], onnx_config))
+acc_onnx_int8 = float(np.mean(out_onnx[:, 0].argmax(-1) == y_te))
+print(f"from ONNX: float {acc_onnx_float:.4f}, int8 on Siracusa {acc_onnx_int8:.4f} (direct path {acc_int8:.4f})")
+assert abs(acc_onnx_float - acc_float) <= 0.005 and abs(acc_onnx_int8 - acc_int8) <= 0.005

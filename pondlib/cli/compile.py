@@ -1,19 +1,21 @@
 """``pond compile MODEL --numerics float32|xylo|spinnaker2|siracusa -o DIR [--target host|cortex-m4|rv32]
-[--check RASTER.npy] [--name NAME]``: generate C for a network or a device configuration
+[--check RASTER.npy] [--name NAME] [--drop-synapse]``: generate C for a network or a device configuration
 (:mod:`pondlib.codegen`), write the sources into DIR and print the memory report (flash, RAM, per buffer).
 
 MODEL is a NIR file (``.nir``, with ``--dt`` / ``--reset`` as ``pond map`` takes them), a network saved with
 :func:`pondlib.io.save_network` (``.pond``) or a Xylo configuration saved with ``XyloConfig.save`` (``.npz``,
 ``--numerics xylo`` only). A network is mapped to the device of the numerics first (Xylo: mapper, per-channel
 quantization, configuration; SpiNNaker2: mapper and configuration; Siracusa: mapper calibrated on the
-``--check`` raster, or on synthetic events without one); ``float32`` emits the float model itself.
+``--check`` raster, or on synthetic events without one; its integer LIF has no synaptic current, so a LIF with
+one needs ``--drop-synapse``, as for ``pond map``); ``float32`` emits the float model itself.
 
 ``--target`` builds the program: ``host`` with the system C compiler, ``cortex-m4`` / ``rv32`` with the
 ziglang cross compiler (:mod:`pondlib.codegen.cross`, run emulated with unicorn). ``--check RASTER.npy``
 (``(T, N_in)`` or ``(B, T, N_in)``; event counts for xylo and spinnaker2, floats for float32 and siracusa)
 runs the raster through the build (``--target host`` when not given) and through pondlib's own simulator
 (the float model, ``XyloSim``, ``SpiNNaker2Sim``, ``SiracusaSim``) and prints the verdict: bit-exact, or the
-number of differing outputs (exit status 1).
+number of differing outputs (exit status 1). Event counts above the largest value of the program's input
+type are clipped for both, with a note saying how many.
 
 Errors are one ``error:`` line (exit status 1): a missing or unreadable MODEL, a model the numerics cannot
 emit (an unsupported module names itself), a failed compile (the compiler's message), a bad raster.
@@ -25,6 +27,8 @@ Example:
     >>> args = parser.parse_args(["compile", "net.pond", "--numerics", "xylo", "-o", "out", "--target", "rv32"])
     >>> args.model, args.numerics, args.out, args.target, args.check, args.name
     ('net.pond', 'xylo', 'out', 'rv32', None, 'net')
+    >>> parser.parse_args(["compile", "net.pond", "--numerics", "siracusa", "-o", "out", "--drop-synapse"]).drop_synapse
+    True
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from typing import Any
 
 from pondlib.cli.args import UsageError, load_array, positive_float, read_network
 from pondlib.cli.render import notes, result_table, stage, table
-from pondlib.errors import PondError
+from pondlib.errors import GraphError, PondError
 
 __all__ = ["NUMERICS", "TARGETS", "add_parser", "run"]
 
@@ -89,13 +93,22 @@ def add_parser(subparsers: Any) -> None:
         default="v_reset",
         help="NIR only: the reset the network was trained with (default v_reset)",
     )
+    cp.add_argument(
+        "--drop-synapse",
+        action="store_true",
+        help="siracusa only: feed LIF input straight into the membrane (its integer LIF has no synaptic "
+        "current; this changes the dynamics)",
+    )
 
 
 def run(console: Any, args: argparse.Namespace) -> int:
     """Generate, write, report; build with ``--target``; compare with ``--check`` (1 when not bit-exact)."""
     path = Path(args.model)
+    if args.drop_synapse and args.numerics != "siracusa":
+        raise UsageError("pond compile: --drop-synapse applies to --numerics siracusa only")
     _check_model_path(path)
-    out = Path(args.out)
+    # absolute: the host build runs the compiler inside DIR, so a relative DIR would be resolved twice
+    out = Path(args.out).absolute()
     if out.exists() and not out.is_dir():
         raise PondError("the output folder is a file", where=str(out), fix="name a folder with -o")
     raster = load_array(args.check, "check raster", "--check") if args.check is not None else None
@@ -214,7 +227,19 @@ def _device_model(console: Any, args: argparse.Namespace, path: Path, raster: An
         calib = (np.random.default_rng(0).random((32, 50, net.size_in)) < 0.2).astype(np.float64)
         source = "synthetic binary events"
     with stage(console, f"Mapping to Siracusa, calibrating on {source}"):
-        _, spec = siracusa_map(net, None, calib, False)
+        try:
+            _, spec = siracusa_map(net, None, calib, args.drop_synapse)
+        except GraphError as err:
+            if err.what != "LIF synaptic current":
+                raise
+            raise GraphError(
+                err.what,
+                value=err.value,
+                limit=err.limit,
+                where=err.where,
+                fix="pass --drop-synapse to feed the input straight into the membrane (this changes the "
+                "dynamics: pond demo shows the accuracy it costs)",
+            ) from None
         config, ok, message = siracusa_config(spec)
     if not ok:
         raise PondError("the Siracusa configuration is invalid", value=message, where=str(path))
@@ -307,7 +332,15 @@ def _check(console: Any, program: Any, target: str, runner: Any, reference: Any,
                 limit=f"event counts for the {program.numerics} numerics",
                 where=str(args.check),
             )
-        x = np.minimum(x, np.iinfo(io.in_dtype).max).astype(np.int64)
+        top = int(np.iinfo(io.in_dtype).max)
+        clipped = int((x > top).sum())
+        if clipped:
+            notes(
+                console,
+                [f"{clipped:,} event counts above {top} ({io.in_ctype}) clipped to {top} for the C and pondlib alike"],
+                "check input",
+            )
+        x = np.minimum(x, top).astype(np.int64)
     with stage(console, f"Running {x.shape[0]} x {x.shape[1]} steps on {target}") as st:
         t0 = time.perf_counter()
         y_c, ips = runner(x)

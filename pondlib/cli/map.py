@@ -10,6 +10,11 @@ of finite real numbers (text, complex, NaN, an empty batch). Options of another 
 ``--device``, ``--dt`` that is not a positive number, and ``--dt``/``--reset`` with a saved network are
 usage errors (exit status 2).
 
+ONNX models (``.onnx``, float or QDQ) map to ``--device siracusa|spinnaker2``; ``--out FILE`` (ONNX only,
+checked before mapping: a folder or a missing folder is an ``error:`` line) writes the deployment for
+``pond simulate FILE``: the SpiNNaker2 DRAM image (``DNNConfig.to_dram_image``) or the Siracusa
+configuration (``pondlib.devices.siracusa.save_config``, with the NCHW -> HWC input order of CNNs).
+
 Example:
     >>> import argparse
     >>> parser = argparse.ArgumentParser(prog="pond")
@@ -25,7 +30,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pondlib.cli.args import UsageError, load_floats, positive_float, read_network
+from pondlib.cli.args import UsageError, load_floats, positive_float, read_network, writable_file
 from pondlib.cli.render import (
     notes,
     resources_table,
@@ -102,6 +107,14 @@ def add_parser(subparsers: Any) -> None:
         "scales (default: synthetic binary events, with a note)",
     )
     mp.add_argument(
+        "--out",
+        metavar="FILE",
+        default=None,
+        help="ONNX only: write the deployment for 'pond simulate': a SpiNNaker2 DRAM image "
+        "(DNNConfig.to_dram_image, e.g. model.s2img) or a Siracusa configuration "
+        "(pondlib.devices.siracusa.save_config, e.g. model.npz)",
+    )
+    mp.add_argument(
         "--drop-synapse",
         action="store_true",
         help="Siracusa only: feed LIF input straight into the membrane (its integer LIF has "
@@ -111,6 +124,13 @@ def add_parser(subparsers: Any) -> None:
 
 def run(console: Any, args: argparse.Namespace) -> int:
     """Map ``args.model`` onto ``args.device``; 0 when it fits, 1 (after the violations table) when not."""
+    if Path(args.model).suffix.lower() == ".onnx":
+        _check_model_path(Path(args.model))
+        if args.out is not None:
+            writable_file(args.out, "output file", "--out", "model.s2img")
+        return _map_onnx(console, args)
+    if args.out is not None:
+        raise UsageError("pond map: --out applies to ONNX models only (.onnx)")
     _check_device_options(args)
     _check_model_path(Path(args.model))
     with stage(console, "Importing the pipeline"):
@@ -272,3 +292,86 @@ def _map_siracusa(console: Any, net: Any, args: argparse.Namespace) -> None:
             "note",
         )
     console.print(f"[bold green]{Path(args.model).name} fits {lim.name}[/]", highlight=False)
+
+
+def _map_onnx(console: Any, args: argparse.Namespace) -> int:
+    """``pond map model.onnx``: float models through the device mapper (calibrated on ``--calibration``
+    or synthetic uniform [0, 1) input, with a note), QDQ models straight to integer layers."""
+    import numpy as np
+
+    from pondlib.interop import onnx as ox
+
+    path = Path(args.model)
+    model = ox.reader.read_model(path)
+    qdq = any(n.op_type == "QuantizeLinear" for n in model.graph.node)
+    if qdq:
+        qm = ox.load_qdq(model)
+        console.print(f"[bold]model[/]: {path} (ONNX QDQ, {len(qm.layers)} integer layers)", highlight=False)
+        if args.device == "siracusa":
+            cfg, rep = ox.qdq_to_siracusa(qm)
+        elif args.device == "spinnaker2":
+            cfg, rep = ox.qdq_to_spinnaker2(qm)
+        else:
+            raise UsageError("pond map: ONNX models map to --device siracusa or spinnaker2")
+        for r in rep:
+            console.print(f"{r['name']}: scale-approximation error {r['rel_error']:.3e}", highlight=False)
+        notes(console, list(qm.notes), "ONNX import")
+        _write_out(console, args, cfg, ox.adapters.hwc_permutation(qm.input_shape))
+        console.print(f"[bold green]{path.name} fits {args.device}[/]", highlight=False)
+        return 0
+    fm = ox.load_onnx(model)
+    console.print(f"[bold]model[/]: {path} (ONNX opset {fm.opset}, {len(fm.layers)} layers)", highlight=False)
+    notes(console, list(fm.notes), "ONNX import")
+    if args.calibration is not None:
+        calib = load_floats(args.calibration, "calibration", "--calibration")
+    else:
+        calib = np.random.default_rng(0).random((32, *fm.input_shape))
+        notes(console, ["calibrated on synthetic uniform [0, 1) input: pass --calibration X.npy"], "note")
+    try:
+        if args.device == "siracusa":
+            from pondlib.devices.siracusa import mapper
+
+            layers, perm = ox.to_siracusa(fm)
+            spec = mapper(layers, calibration=calib.reshape(len(calib), -1)[:, perm])
+            console.print(spec.report_table(), highlight=False)
+            _write_out(console, args, spec.config, perm)
+        elif args.device == "spinnaker2":
+            from pondlib.devices.spinnaker2 import dnn_mapper
+
+            cfg = dnn_mapper(ox.to_spinnaker2(fm), calibration=calib.reshape(len(calib), -1))
+            for ly in cfg.layers:
+                console.print(f"{ly.name}: {ly.weights.shape} shift {ly.shift} workers {ly.workers}", highlight=False)
+            _write_out(console, args, cfg, None)
+        else:
+            raise UsageError("pond map: ONNX models map to --device siracusa or spinnaker2")
+    except ConstraintError as err:
+        console.print(violations_table(err, err.device))
+        return 1
+    console.print(f"[bold green]{path.name} fits {args.device}[/]", highlight=False)
+    return 0
+
+
+def _write_out(console: Any, args: argparse.Namespace, cfg: Any, input_order: Any) -> None:
+    """``--out``: the SpiNNaker2 DRAM image bytes, or the Siracusa configuration (with the input order)."""
+    if args.out is None:
+        return
+    import numpy as np
+
+    if args.device == "spinnaker2":
+        data = cfg.to_dram_image()
+        try:
+            Path(args.out).write_bytes(data)
+        except OSError as exc:
+            raise PondError(
+                f"cannot write the DRAM image ({type(exc).__name__})", where=args.out, fix="pass a writable --out"
+            ) from None
+        what = f"SpiNNaker2 DRAM image, {len(data):,} bytes"
+    else:
+        from pondlib.devices.siracusa import save_config
+
+        order = None if input_order is None else np.asarray(input_order)
+        if order is not None and np.array_equal(order, np.arange(order.size)):
+            order = None
+        save_config(args.out, cfg, input_order=order)
+        what = "Siracusa configuration" + ("" if order is None else " (with its input order)")
+    console.print(f"[green]✓[/] wrote {args.out}: {what}; run it with pond simulate", highlight=False)

@@ -81,7 +81,7 @@ def compile_host(
     """
     if not isinstance(program, Program):
         raise CodegenError("program", value=type(program).__name__, limit="a pondlib.codegen Program")
-    out = program.write(directory)
+    out = program.write(directory).resolve()
     exe = out / program.name
     cmd = [find_cc(), *HOST_FLAGS, opt, *extra_flags, "-o", str(exe), "main.c", f"{program.name}.c"]
     try:

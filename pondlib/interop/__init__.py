@@ -24,8 +24,14 @@ from pondlib.interop.nir import (
     to_nir,
     write,
 )
+from pondlib.interop.onnx import load_onnx, load_qdq, qdq_to_siracusa, qdq_to_spinnaker2, run_float
 
 __all__ = [
+    "load_onnx",
+    "load_qdq",
+    "run_float",
+    "qdq_to_siracusa",
+    "qdq_to_spinnaker2",
     "from_nir",
     "load_nir",
     "to_nir",

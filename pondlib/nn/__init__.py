@@ -18,6 +18,7 @@ Example:
     (4, 100, 8)
 """
 
+from pondlib.nn import parallel
 from pondlib.nn.base import Module, scan_steps
 from pondlib.nn.combinators import Residual, Sequential
 from pondlib.nn.graphnet import GraphNetwork
@@ -57,4 +58,5 @@ __all__ = [
     "GraphNetwork",
     "XyloLIF",
     "XyloLIFState",
+    "parallel",
 ]

@@ -21,6 +21,8 @@ from pondlib.devices.siracusa.config import (
     check_constraints,
     config_from_specification,
     layer_ranges,
+    load_config,
+    save_config,
     validate_config,
 )
 from pondlib.devices.siracusa.cycles import (
@@ -99,6 +101,8 @@ __all__ = [
     "validate_config",
     "config_from_specification",
     "layer_ranges",
+    "save_config",
+    "load_config",
     "SiracusaSim",
     "wrap32",
     "requant_shift",

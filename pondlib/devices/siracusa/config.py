@@ -76,6 +76,10 @@ __all__ = [
     "validate_config",
     "config_from_specification",
     "RULES",
+    "save_config",
+    "load_config",
+    "CONFIG_FORMAT",
+    "CONFIG_VERSION",
 ]
 
 #: Every rule :func:`check_constraints` checks: rule id -> what it requires.
@@ -651,3 +655,249 @@ def config_from_specification(
     if problems:
         return config, False, ConfigError(problems=problems).what
     return config, True, "valid"
+
+
+# ------------------------------------------------------------------------------------------------
+# Files
+# ------------------------------------------------------------------------------------------------
+#: ``format`` entry of a saved configuration and its current ``version``.
+CONFIG_FORMAT = "pondlib.siracusa.config"
+CONFIG_VERSION = 1
+_LAYER_TYPES = {t.__name__: t for t in (QGemm, QConv2d, QRequant, QLIF)}
+
+
+def _encode(value: Any, key: str, arrays: dict[str, np.ndarray]) -> Any:
+    if isinstance(value, RequantShift):
+        return {
+            "RequantShift": {
+                f.name: _encode(getattr(value, f.name), f"{key}.{f.name}", arrays) for f in dataclasses.fields(value)
+            }
+        }
+    if isinstance(value, np.ndarray):
+        arrays[key] = np.asarray(value, dtype=np.int64)
+        return {"array": key}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(v, f"{key}.{i}", arrays) for i, v in enumerate(value)]}
+    return value
+
+
+def save_config(path: Any, config: SiracusaConfig, *, input_order: Any = None) -> None:
+    """Write ``config`` to ``path`` as an ``.npz`` archive (no pickles) that :func:`load_config` reads back.
+
+    Layout (version :data:`CONFIG_VERSION`): ``format`` (the string :data:`CONFIG_FORMAT`), ``version``
+    (int), ``header`` (JSON: the configuration's scalar fields and, per layer, its type and fields; an
+    array field is ``{"array": KEY}``, a tuple ``{"tuple": [...]}``, a RequantShift
+    ``{"RequantShift": {...}}``), one int64 entry per array (``layers.<i>.<field>``), and optionally
+    ``input_order`` (int64 (n_input,): the configuration's input is ``x.reshape(B, -1)[:, input_order]``,
+    e.g. NCHW -> HWC for convolutions; absent means the identity).
+
+    Raises:
+        ConfigError: ``config`` is not a SiracusaConfig, a bad ``input_order``, or the file cannot be written.
+
+    Example:
+        >>> import os, tempfile
+        >>> rq = RequantShift(mul=[3, 5], add=[0, 0], div=4)
+        >>> cfg = SiracusaConfig(layers=(QGemm("fc", weight=np.ones((4, 2), dtype=int), requant=rq),), n_input=4)
+        >>> path = os.path.join(tempfile.mkdtemp(), "cfg.npz")
+        >>> save_config(path, cfg)
+        >>> back = load_config(path)
+        >>> back.layers[0].requant.mul.tolist(), back.n_input, back.layers[0].weight.shape
+        ([3, 5], 4, (4, 2))
+    """
+    import json
+
+    check_type(config, "config", SiracusaConfig, where="save_config", error=ConfigError, fix="pass a SiracusaConfig")
+    arrays: dict[str, np.ndarray] = {}
+    layers = []
+    for i, layer in enumerate(config.layers):
+        fields = {
+            f.name: _encode(getattr(layer, f.name), f"layers.{i}.{f.name}", arrays) for f in dataclasses.fields(layer)
+        }
+        layers.append({"type": type(layer).__name__, "fields": fields})
+    head = {
+        f.name: _encode(getattr(config, f.name), f.name, arrays)
+        for f in dataclasses.fields(config)
+        if f.name != "layers"
+    }
+    head["layers"] = layers
+    if input_order is not None:
+        order = np.asarray(input_order)
+        if order.dtype.kind not in "iu" or sorted(order.tolist()) != list(range(config.n_input)):
+            raise ConfigError(
+                "input_order",
+                value=order.shape,
+                limit=f"a permutation of 0..{config.n_input - 1}",
+                where="save_config",
+                fix="pass the input permutation or None",
+            )
+        arrays["input_order"] = order.astype(np.int64)
+    try:
+        with open(path, "wb") as fh:
+            np.savez_compressed(
+                fh,
+                format=np.array(CONFIG_FORMAT),
+                version=np.array(CONFIG_VERSION, np.int64),
+                header=np.array(json.dumps(head)),
+                **arrays,
+            )
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the configuration ({type(exc).__name__})", where=str(path), fix="pass a writable path"
+        ) from None
+
+
+def _decode(value: Any, key: str, data: Any, path: str) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"array"}:
+            ref = value["array"]
+            if not isinstance(ref, str) or ref not in data.files:
+                raise ConfigError(
+                    f"field {key}",
+                    value=ref,
+                    limit="an array entry of the archive",
+                    where=path,
+                    fix="re-save the configuration with save_config",
+                )
+            arr = data[ref]
+            if arr.dtype.kind not in "iu":
+                raise ConfigError(
+                    f"field {key}",
+                    value=f"dtype {arr.dtype}",
+                    limit="integers",
+                    where=path,
+                    fix="re-save the configuration with save_config",
+                )
+            return arr.astype(np.int64)
+        if set(value) == {"tuple"} and isinstance(value["tuple"], list):
+            return tuple(_decode(v, f"{key}.{i}", data, path) for i, v in enumerate(value["tuple"]))
+        if set(value) == {"RequantShift"} and isinstance(value["RequantShift"], dict):
+            kw = {k: _decode(v, f"{key}.{k}", data, path) for k, v in value["RequantShift"].items()}
+            return _build(RequantShift, kw, key, path)
+        raise ConfigError(
+            f"field {key}",
+            value=sorted(value),
+            limit="array, tuple or RequantShift",
+            where=path,
+            fix="re-save the configuration with save_config",
+        )
+    if value is not None and not isinstance(value, (bool, int, float, str)):
+        raise ConfigError(
+            f"field {key}",
+            value=type(value).__name__,
+            limit="a number, string or null",
+            where=path,
+            fix="re-save the configuration with save_config",
+        )
+    return value
+
+
+def _build(cls: Any, kw: dict, key: str, path: str) -> Any:
+    names = {f.name for f in dataclasses.fields(cls)}
+    if not set(kw) <= names:
+        raise ConfigError(
+            f"field {key}",
+            value=sorted(set(kw) - names),
+            limit=f"fields of {cls.__name__}",
+            where=path,
+            fix="re-save the configuration with save_config",
+        )
+    try:
+        return cls(**kw)
+    except ConfigError as err:
+        raise ConfigError(
+            f"field {key}: {err.what}",
+            value=err.value,
+            limit=err.limit,
+            where=path,
+            fix=err.fix or "re-save the configuration with save_config",
+        ) from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ConfigError(
+            f"field {key} ({type(exc).__name__}: {exc})", where=path, fix="re-save the configuration with save_config"
+        ) from None
+
+
+def load_config(path: Any, *, with_input_order: bool = False) -> Any:
+    """The :class:`SiracusaConfig` saved by :func:`save_config` (with ``with_input_order``: ``(config,
+    input_order)``, ``input_order`` None for the identity).
+
+    Raises:
+        ConfigError: naming the file and the field: missing, not an ``.npz`` archive, another format or
+            version, undecodable JSON, unknown layer types or fields, arrays that are not integers, values
+            the configuration refuses.
+    """
+    import json
+    import zipfile
+    import zlib
+
+    where = str(path)
+    fix = "pass a configuration written by pond map --out or save_config"
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise ConfigError(
+            f"not a Siracusa configuration archive ({type(exc).__name__})", where=where, fix=fix
+        ) from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ConfigError("not a Siracusa configuration archive (one .npy array)", where=where, fix=fix)
+    with data:
+        try:
+            for key in ("format", "version", "header"):
+                if key not in data.files:
+                    raise ConfigError(f"field {key}", value="missing", limit="present", where=where, fix=fix)
+            fmt, version, header = data["format"], data["version"], data["header"]
+            if fmt.shape != () or fmt.dtype.kind != "U" or str(fmt) != CONFIG_FORMAT:
+                raise ConfigError("field format", value=repr(fmt)[:60], limit=CONFIG_FORMAT, where=where, fix=fix)
+            if version.shape != () or version.dtype.kind not in "iu" or int(version) != CONFIG_VERSION:
+                raise ConfigError(
+                    "field version",
+                    value=repr(version)[:60],
+                    limit=CONFIG_VERSION,
+                    where=where,
+                    fix="save it again with this pondlib version",
+                )
+            if header.shape != () or header.dtype.kind != "U":
+                raise ConfigError("field header", value=header.dtype, limit="a JSON string", where=where, fix=fix)
+            try:
+                head = json.loads(str(header))
+            except ValueError as exc:
+                raise ConfigError(f"field header (JSON: {exc})", where=where, fix=fix) from None
+            if not isinstance(head, dict) or not isinstance(head.get("layers"), list):
+                raise ConfigError(
+                    "field header.layers", value=type(head).__name__, limit="a list", where=where, fix=fix
+                )
+            layers = []
+            for i, item in enumerate(head.pop("layers")):
+                key = f"layers.{i}"
+                if not isinstance(item, dict) or item.get("type") not in _LAYER_TYPES:
+                    raise ConfigError(
+                        f"field {key}.type", value=repr(item)[:60], limit=sorted(_LAYER_TYPES), where=where, fix=fix
+                    )
+                if not isinstance(item.get("fields"), dict):
+                    raise ConfigError(
+                        f"field {key}.fields", value="missing", limit="a JSON object", where=where, fix=fix
+                    )
+                kw = {k: _decode(v, f"{key}.{k}", data, where) for k, v in item["fields"].items()}
+                layers.append(_build(_LAYER_TYPES[item["type"]], kw, key, where))
+            kw = {k: _decode(v, k, data, where) for k, v in head.items()}
+            kw["layers"] = tuple(layers)
+            config = _build(SiracusaConfig, kw, "config", where)
+            order = None
+            if "input_order" in data.files:
+                order = data["input_order"]
+                if order.dtype.kind not in "iu" or sorted(order.ravel().tolist()) != list(range(config.n_input)):
+                    raise ConfigError(
+                        "field input_order",
+                        value=order.shape,
+                        limit=f"a permutation of 0..{config.n_input - 1}",
+                        where=where,
+                        fix=fix,
+                    )
+                order = order.astype(np.int64)
+        except ConfigError:
+            raise
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+            raise ConfigError(f"unreadable entry ({type(exc).__name__})", where=where, fix=fix) from None
+    return (config, order) if with_input_order else config

@@ -26,7 +26,10 @@ mapper defines its own), or a graph / ``pondlib.nn`` network of ``LinearWeights`
 * GEMM -> LIF: the GEMM emits its raw int32 accumulator (scale ``s_acc = s_in s_w``), and the LIF's
   ``in_mul = round(gain s_acc / s_v 2^s)``, ``beta_mul = round(alpha 2^s)``, ``add = round((bias +
   gain b_gemm) / s_v 2^s)``, ``threshold = round(theta / s_v)``, with one state scale
-  ``s_v = max(max|v|, max theta) / (2^(b-1) - 1)`` from calibration. The LIF emits spikes (scale 1).
+  ``s_v = max(max|v|, max theta) / (2^(b-1) - 1)`` from calibration (:func:`state_scales`), unless
+  ``state_scale=`` pins it (one float for every LIF layer, or ``{layer name: float}``): a model trained
+  on fixed integers (:mod:`pondlib.transform.siracusa_aware`) is then reproduced exactly, whatever the
+  calibration data's membrane peak. The LIF emits spikes (scale 1).
 
 **Checks.** Every rule of :data:`~pondlib.devices.siracusa.config.RULES` plus the mapper's own
 (:data:`MAPPER_RULES`) is checked and *all* violations are raised together in one
@@ -65,32 +68,36 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pondlib.devices.core.intmath import int_range, sat
 from pondlib.devices.siracusa.config import SiracusaConfig, check_constraints
+from pondlib.devices.siracusa.layers import (
+    Conv2dLayer,
+    GemmLayer,
+    IntLIFLayer,
+    ReLU,
+    _float_layers,
+    float_forward,
+    layers_from_graph,
+)
 from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
 from pondlib.devices.siracusa.specification import (
     COMPARISONS,
     QLIF,
     RESET_MODES,
-    SIZE_MAX,
     LayerReport,
     QConv2d,
     QGemm,
     QRequant,
     RequantShift,
     Specification,
-    check_bias_shape,
-    conv_geometry,
 )
 from pondlib.devices.siracusa.tiling import ROWS_MAX, npu_eligibility, place_memory, plan_tiles
 from pondlib.errors import ConfigError, ConstraintError, GraphError, QuantizationError, Violation
-from pondlib.validate import as_float_array, check_bool, check_choice, check_float, check_int, check_type
+from pondlib.validate import as_float_array, check_bool, check_choice, check_float, check_int
 
 __all__ = [
     "GemmLayer",
@@ -101,6 +108,7 @@ __all__ = [
     "float_forward",
     "requant_from_scale",
     "mapper",
+    "state_scales",
     "MAPPER_RULES",
 ]
 
@@ -118,362 +126,6 @@ MAPPER_RULES: dict[str, str] = {
 #: products and quotients the quantizer forms never overflow or underflow to 0.
 SCALE_MIN = float(np.finfo(np.float64).tiny)
 SCALE_MAX = 2.0**1000
-
-
-# ------------------------------------------------------------------------------------------------
-# Float layer descriptions
-# ------------------------------------------------------------------------------------------------
-def _farr(value: Any, name: str, where: str, ndim: int | tuple[int, ...], allow_empty: bool = False) -> np.ndarray:
-    """A float64 copy of finite real numbers (GraphError naming the field otherwise)."""
-    return as_float_array(value, name, where=where, error=GraphError, ndim=ndim, allow_empty=allow_empty).copy()
-
-
-def _layer_name(value: Any, kind: str) -> str:
-    check_type(value, "name", str, where=kind, error=GraphError)
-    if not value:
-        raise GraphError("name", value="''", limit="a non-empty layer name", where=kind, fix="name the layer")
-    return value
-
-
-@dataclass(frozen=True)
-class GemmLayer:
-    """``y = x @ weight + bias``; weight (K, O), bias (O,) or None (finite floats; a GraphError names
-    the field and both shapes otherwise)."""
-
-    name: str
-    weight: Any
-    bias: Any = None
-
-    def __post_init__(self) -> None:
-        where = _layer_name(self.name, "GemmLayer")
-        object.__setattr__(self, "weight", _farr(self.weight, "weight", where, 2))
-        if self.bias is not None:
-            object.__setattr__(self, "bias", _farr(self.bias, "bias", where, 1))
-            check_bias_shape(self.bias.shape, self.weight.shape, where, GraphError)
-
-    @property
-    def n_in(self) -> int:
-        return int(self.weight.shape[0])
-
-    @property
-    def n_out(self) -> int:
-        return int(self.weight.shape[-1])
-
-
-@dataclass(frozen=True)
-class Conv2dLayer:
-    """NHWC convolution: weight (kh, kw, C/groups, O), ``in_shape`` (H, W, C); zero padding.
-
-    Finite float weights and bias (O,); ``stride`` >= 1, ``padding`` >= 0, ``groups`` >= 1 dividing C and
-    O, and a kernel no larger than the padded input (a GraphError names both shapes otherwise).
-    """
-
-    name: str
-    weight: Any
-    in_shape: tuple[int, int, int]
-    bias: Any = None
-    stride: int = 1
-    padding: int = 0
-    groups: int = 1
-
-    def __post_init__(self) -> None:
-        where = _layer_name(self.name, "Conv2dLayer")
-        object.__setattr__(self, "weight", _farr(self.weight, "weight", where, 4))
-        geometry = conv_geometry(
-            self.weight.shape, self.in_shape, self.stride, self.padding, self.groups, where, GraphError
-        )
-        for key, value in geometry.items():
-            object.__setattr__(self, key, value)
-        if self.bias is not None:
-            object.__setattr__(self, "bias", _farr(self.bias, "bias", where, 1))
-            check_bias_shape(self.bias.shape, self.weight.shape, where, GraphError)
-
-    def _q(self, w: Any = None) -> QConv2d:
-        wq = np.zeros(self.weight.shape, dtype=np.int64) if w is None else w
-        return QConv2d(self.name, wq, self.in_shape, None, None, self.stride, self.padding, self.groups)
-
-    @property
-    def n_in(self) -> int:
-        return int(np.prod(self.in_shape))
-
-    @property
-    def n_out(self) -> int:
-        return self._q().n_out
-
-
-@dataclass(frozen=True)
-class ReLU:
-    """``y = max(x, 0)``; the size follows the previous layer."""
-
-    name: str = "relu"
-
-    def __post_init__(self) -> None:
-        _layer_name(self.name, "ReLU")
-
-
-@dataclass(frozen=True)
-class IntLIFLayer:
-    """A LIF layer that will run as the integer LIF (``v = alpha v + gain I + bias``; see the module).
-
-    ``alpha``, ``threshold``, ``bias``: (N,) finite floats (scalars and size-1 arrays broadcast to ``n``
-    neurons, ``n`` taken from the arrays when not given). ``alpha`` (the leak) is in [0, 1], the
-    threshold > 0, ``gain`` finite; ``state_bits`` 2..62 (the chip's limit is checked by the mapper),
-    ``reset`` one of :data:`RESET_MODES`, ``compare`` one of :data:`COMPARISONS`.
-    """
-
-    name: str
-    alpha: Any
-    threshold: Any
-    bias: Any = 0.0
-    gain: float = 1.0
-    n: int | None = None
-    state_bits: int = 16
-    reset: str = "subtract"
-    compare: str = ">="
-
-    def __post_init__(self) -> None:
-        where = _layer_name(self.name, "IntLIFLayer")
-        arrays = {key: _farr(getattr(self, key), key, where, (0, 1)) for key in ("alpha", "threshold", "bias")}
-        if self.n is not None:
-            n = check_int(self.n, "n", lo=1, hi=SIZE_MAX, where=where, error=GraphError)
-        else:
-            n = max(a.size for a in arrays.values())
-        shapes = ", ".join(f"{k} {a.shape}" for k, a in arrays.items())
-        for key, arr in arrays.items():
-            if arr.size not in (1, n):
-                raise GraphError(
-                    f"{key} shape",
-                    value=f"{key} {arr.shape} for {n} neurons ({shapes})",
-                    limit=f"() or ({n},)",
-                    where=where,
-                    fix=f"pass {key} per neuron or one value for all",
-                )
-            object.__setattr__(self, key, np.broadcast_to(arr.reshape(-1), (n,)).copy())
-        if np.any(self.alpha < 0) or np.any(self.alpha > 1):
-            raise GraphError(
-                "alpha",
-                value=float(self.alpha[(self.alpha < 0) | (self.alpha > 1)][0]),
-                limit="a leak factor in [0, 1]",
-                where=where,
-                fix="pass alpha = exp(-dt / tau_mem)",
-            )
-        if np.any(self.threshold <= 0):
-            raise GraphError(
-                "threshold",
-                value=float(self.threshold.min()),
-                limit="> 0",
-                where=where,
-                fix="pass a positive threshold (a threshold <= 0 fires forever)",
-            )
-        object.__setattr__(self, "gain", check_float(self.gain, "gain", where=where, error=GraphError))
-        object.__setattr__(self, "n", int(n))
-        object.__setattr__(
-            self, "state_bits", check_int(self.state_bits, "state_bits", lo=2, hi=62, where=where, error=GraphError)
-        )
-        check_choice(self.reset, "reset", RESET_MODES, where=where, error=GraphError)
-        check_choice(self.compare, "compare", COMPARISONS, where=where, error=GraphError)
-
-    @property
-    def n_in(self) -> int:
-        return self.n
-
-    @property
-    def n_out(self) -> int:
-        return self.n
-
-
-FloatLayer = Any
-
-
-def layers_from_graph(graph: Any, drop_synapse: bool = False) -> list:
-    """Float layer descriptions from a chain graph (or ``pondlib.nn`` network) of ``LinearWeights``
-    and ``LIFNeurons``.
-
-    ``LinearWeights`` -> :class:`GemmLayer`; ``LIFNeurons`` (one synapse, ``k = 1``) ->
-    :class:`IntLIFLayer` with ``alpha = exp(-dt / tau_mem)``. The Siracusa integer LIF has a membrane
-    state only: the float LIF's synaptic current ``isyn = beta (isyn + x)`` cannot be represented, so a
-    LIF with a synaptic time constant raises :class:`~pondlib.errors.GraphError` unless
-    ``drop_synapse=True`` (then ``gain = 1``: input goes straight into the membrane, which changes the
-    dynamics; a conscious choice, never silent). The float LIF may emit several spikes per step; the
-    integer LIF emits at most one.
-
-    Example:
-        >>> import numpy as np
-        >>> from pondlib import nn
-        >>> net = nn.Sequential(nn.Linear(4, 2, weight=np.ones((4, 2))), nn.LIF(2, tau_mem=0.02))
-        >>> [type(l).__name__ for l in layers_from_graph(net, drop_synapse=True)]
-        ['GemmLayer', 'IntLIFLayer']
-    """
-    from pondlib.graph.base import GraphModuleBase
-    from pondlib.graph.modules import LIFNeurons, LinearWeights
-    from pondlib.graph.utils import topological_order
-
-    drop_synapse = check_bool(drop_synapse, "drop_synapse", where="layers_from_graph", error=GraphError)
-    g = graph.as_graph() if not isinstance(graph, GraphModuleBase) and hasattr(graph, "as_graph") else graph
-    if not isinstance(g, GraphModuleBase):
-        raise GraphError(
-            "mapper input",
-            value=type(graph).__name__,
-            limit="float layer descriptions, a graph or a pondlib.nn network",
-            fix="pass a list of GemmLayer/Conv2dLayer/ReLU/IntLIFLayer or net.as_graph()",
-        )
-    out: list = []
-    for m in topological_order(g):
-        if isinstance(m, LinearWeights):
-            out.append(GemmLayer(m.name, m.weights, m.biases))
-        elif isinstance(m, LIFNeurons):
-            if m.n_synapses != 1:
-                raise GraphError(
-                    "LIF synapses",
-                    value=m.n_synapses,
-                    limit=1,
-                    where=m.name,
-                    fix="the Siracusa integer LIF has one input per neuron",
-                )
-            if not drop_synapse:
-                raise GraphError(
-                    "LIF synaptic current",
-                    value=f"tau_syn = {m.tau_syn.ravel()[:3]}",
-                    limit="a membrane-only LIF",
-                    where=m.name,
-                    fix="pass drop_synapse=True to feed the input straight into the membrane, "
-                    "or describe the layer with IntLIFLayer",
-                )
-            out.append(IntLIFLayer(m.name, _leak(m), m.threshold, m.bias))
-        else:
-            raise GraphError(
-                "unsupported module",
-                value=type(m).__name__,
-                limit="LinearWeights or LIFNeurons",
-                where=m.name,
-                fix="describe the network with GemmLayer/Conv2dLayer/ReLU/IntLIFLayer",
-            )
-    return out
-
-
-def _leak(m: Any) -> np.ndarray:
-    """``exp(-dt / tau_mem)`` of a graph LIF, after checking dt and tau_mem (finite, > 0); a tau_mem far
-    below dt gives 0 (a full decay in one step), never an overflow warning."""
-    dt = check_float(m.dt, "dt", lo=0.0, lo_open=True, where=m.name, error=GraphError)
-    tau = as_float_array(m.tau_mem, "tau_mem", lo=0.0, where=m.name, error=GraphError)
-    if np.any(tau <= 0):
-        raise GraphError("tau_mem", value=float(tau.min()), limit="> 0 s", where=m.name, fix="pass positive tau_mem")
-    with np.errstate(over="ignore"):
-        return np.exp(-dt / tau).reshape(-1)
-
-
-# ------------------------------------------------------------------------------------------------
-# Float reference model
-# ------------------------------------------------------------------------------------------------
-def _conv_float(x: np.ndarray, layer: Conv2dLayer) -> np.ndarray:
-    lead = x.shape[:-1]
-    H, W, C = layer.in_shape
-    kh, kw, cg, O = layer.weight.shape
-    g, p = layer.groups, layer.padding
-    xi = x.reshape((-1, H, W, C))
-    if p:
-        xi = np.pad(xi, ((0, 0), (p, p), (p, p), (0, 0)))
-    win = np.lib.stride_tricks.sliding_window_view(xi, (kh, kw), axis=(1, 2))[:, :: layer.stride, :: layer.stride]
-    n, ho, wo = win.shape[:3]
-    y = np.einsum(
-        "nhwgcij,ijcgo->nhwgo", win.reshape(n, ho, wo, g, cg, kh, kw), layer.weight.reshape(kh, kw, cg, g, O // g)
-    ).reshape(n, ho, wo, O)
-    if layer.bias is not None:
-        y = y + layer.bias
-    return y.reshape(lead + (ho * wo * O,))
-
-
-def float_forward(layers: Sequence, x: Any) -> tuple[list[np.ndarray], dict[str, float]]:
-    """The float model: per-layer outputs for x (B, T, N) (or (B, N) -> T = 1), and per LIF layer the
-    largest ``|v|`` reached before reset (for the state scale).
-
-    Raises:
-        GraphError: ``layers`` that are not float layer descriptions whose sizes chain from ``x``.
-        QuantizationError: ``x`` that is not finite real (B, N) / (B, T, N) numbers, or a layer whose
-            output overflows float64 (huge weights or inputs; the message names the layer).
-    """
-    layers = _float_layers(layers, "float_forward")
-    h = as_float_array(x, "x", where="float_forward", error=QuantizationError, ndim=(2, 3))
-    _chain(layers, h.shape[-1], "float_forward")
-    if h.ndim == 2:
-        h = h[:, None, :]
-    outs, vmax = [], {}
-    for layer in layers:
-        with np.errstate(over="ignore", invalid="ignore"):
-            h, peak = _float_layer(layer, h)
-        if not np.all(np.isfinite(h)) or not np.isfinite(peak):
-            raise QuantizationError(
-                "layer output",
-                value="overflow to inf/NaN in float64",
-                limit="finite outputs",
-                where=f"float_forward, {layer.name}",
-                fix="scale the weights, biases or inputs down",
-            )
-        if isinstance(layer, IntLIFLayer):
-            vmax[layer.name] = peak
-        outs.append(h)
-    return outs, vmax
-
-
-def _float_layers(layers: Any, where: str) -> list:
-    """``layers`` as a list of float layer descriptions (GraphError naming the first other entry)."""
-    if isinstance(layers, (str, bytes)) or not isinstance(layers, (list, tuple)):
-        raise GraphError(
-            "layers",
-            value=f"a {type(layers).__name__}",
-            limit="a list of float layer descriptions",
-            where=where,
-            fix="pass [GemmLayer(...), ReLU(...), ...] or a graph",
-        )
-    for i, layer in enumerate(layers):
-        if not isinstance(layer, (GemmLayer, Conv2dLayer, ReLU, IntLIFLayer)):
-            raise GraphError(
-                f"layers[{i}]",
-                value=f"a {type(layer).__name__}",
-                limit="GemmLayer, Conv2dLayer, ReLU or IntLIFLayer",
-                where=where,
-                fix="describe the layer with a supported type",
-            )
-    return list(layers)
-
-
-def _chain(layers: list, n: int, where: str) -> None:
-    """Each layer's input size equals the previous output size (GraphError naming both)."""
-    for layer in layers:
-        if isinstance(layer, ReLU):
-            continue
-        if layer.n_in != n:
-            raise GraphError(
-                "layer sizes",
-                value=f"{layer.n_in} inputs after {n} outputs",
-                limit=f"{n} inputs",
-                where=f"{where}, {layer.name}",
-                fix="make consecutive layer sizes agree",
-            )
-        n = layer.n_out
-
-
-def _float_layer(layer: Any, h: np.ndarray) -> tuple[np.ndarray, float]:
-    """One float layer on (B, T, N) input; the LIF's largest ``|v|`` before reset (0 for other layers)."""
-    peak = 0.0
-    if isinstance(layer, GemmLayer):
-        h = h @ layer.weight + (layer.bias if layer.bias is not None else 0.0)
-    elif isinstance(layer, Conv2dLayer):
-        h = _conv_float(h, layer)
-    elif isinstance(layer, ReLU):
-        h = np.maximum(h, 0.0)
-    elif isinstance(layer, IntLIFLayer):
-        v = np.zeros(h.shape[:1] + (layer.n,))
-        z_all = np.zeros_like(h)
-        peak = 0.0
-        for t in range(h.shape[1]):
-            v = layer.alpha * v + layer.gain * h[:, t] + layer.bias
-            peak = max(peak, float(np.max(np.abs(v))) if v.size else 0.0)
-            z = (v >= layer.threshold) if layer.compare == ">=" else (v > layer.threshold)
-            v = np.where(z, v - layer.threshold, v) if layer.reset == "subtract" else np.where(z, 0.0, v)
-            z_all[:, t] = z
-        h = z_all
-    return h, peak
 
 
 # ------------------------------------------------------------------------------------------------
@@ -596,6 +248,7 @@ def mapper(
     use_weight_memory: bool = False,
     drop_synapse: bool = False,
     check: bool = True,
+    state_scale: float | dict[str, float] | None = None,
 ) -> Specification:
     """Quantize, place and tile ``layers`` for Siracusa, and check every rule (see the module docstring).
 
@@ -604,6 +257,9 @@ def mapper(
         limits: a :class:`SiracusaLimits` or its short name.
         calibration: float input (B, N_in) or (B, T, N_in) that sets every activation scale.
         input_scale, input_signed: override the input quantization.
+        state_scale: override the LIF state scale ``s_v`` (float value of one state step, > 0): one float
+            for every LIF layer, or a dict ``{LIF layer name: float}`` (the others are calibrated). With it
+            the membrane peak of the calibration data no longer matters to the LIF integers.
         granularity: ``"channel"`` (per-channel weight scales and multipliers) or ``"tensor"``.
         rows: input rows per inference (GEMM M). buffering: 1 or 2 (L1). l1_budget: bytes (None: limits).
         npu: ``"off"`` (cluster only; eligibility still reported), ``"auto"`` (eligible layers on the
@@ -649,6 +305,7 @@ def mapper(
             error=QuantizationError,
             fix="pass a positive scale (float value of one input step)",
         )
+    pinned = _check_state_scale(state_scale, layers, where)
     x = as_float_array(
         calibration,
         "calibration",
@@ -835,7 +492,9 @@ def mapper(
             lo_cur, hi_cur = 0, min(hi_cur, rq.out_range[1])
             i += 1
         else:  # IntLIFLayer
-            q, info = _quantize_lif(layer, pending, s_cur, lo_cur, hi_cur, vmax.get(layer.name, 0.0), lim, found)
+            vpeak = vmax.get(layer.name, 0.0)
+            s_v = pinned[layer.name] if layer.name in pinned else _state_scale(layer, vpeak)
+            q, info = _quantize_lif(layer, pending, s_cur, lo_cur, hi_cur, s_v, lim, found)
             qlayers.append(q)
             infos.append(info)
             pending = None
@@ -924,7 +583,7 @@ def _quantize_lif(
     s_in: Any,
     lo: int,
     hi: int,
-    vpeak: float,
+    s_v: float,
     lim: SiracusaLimits,
     found: list[Violation],
 ) -> tuple[QLIF, dict]:
@@ -941,8 +600,6 @@ def _quantize_lif(
     else:
         s_I, b_prev = np.broadcast_to(np.asarray(s_in, dtype=float), (n,)), np.zeros(n)
     s_lo, s_hi = int_range(layer.state_bits, True)
-    vmax = max(vpeak, float(np.max(np.abs(layer.threshold))), 1e-30)
-    s_v = _scale(vmax / s_hi, "state scale", layer.name)
     beta_f = layer.alpha
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         in_f = _scale(
@@ -991,3 +648,77 @@ def _quantize_lif(
         acc_range=(lo, hi),
     )
     return q, info
+
+
+def _state_scale(layer: IntLIFLayer, vpeak: float) -> float:
+    """The calibrated state scale ``max(vpeak, max theta) / (2^(b-1) - 1)`` (QuantizationError outside
+    [SCALE_MIN, SCALE_MAX])."""
+    s_hi = (1 << (layer.state_bits - 1)) - 1
+    vmax = max(float(vpeak), float(np.max(np.abs(layer.threshold))), 1e-30)
+    return float(_scale(vmax / s_hi, "state scale", layer.name))
+
+
+def _check_state_scale(state_scale: Any, layers: list, where: str) -> dict[str, float]:
+    """``state_scale`` as ``{LIF layer name: s_v}`` (empty for None), every value a finite float in
+    [SCALE_MIN, SCALE_MAX] and every name a LIF layer's (QuantizationError naming the entry otherwise)."""
+    lif_names = [layer.name for layer in layers if isinstance(layer, IntLIFLayer)]
+    if state_scale is None:
+        return {}
+    fix = "pass a positive float (the float value of one state step) or {LIF layer name: float}"
+    if not isinstance(state_scale, dict):
+        value = check_float(
+            state_scale, "state_scale", lo=SCALE_MIN, hi=SCALE_MAX, where=where, error=QuantizationError, fix=fix
+        )
+        return {name: value for name in lif_names}
+    if not state_scale:
+        raise QuantizationError(
+            "state_scale", value="an empty dict", limit="at least one LIF layer name", where=where, fix=fix
+        )
+    out: dict[str, float] = {}
+    for name, value in state_scale.items():
+        if name not in lif_names:
+            raise QuantizationError(
+                "state_scale key",
+                value=repr(name),
+                limit=f"a LIF layer name ({', '.join(lif_names) or 'none in this network'})",
+                where=where,
+                fix="key the dict by the IntLIFLayer names",
+            )
+        out[name] = check_float(
+            value, f"state_scale[{name!r}]", lo=SCALE_MIN, hi=SCALE_MAX, where=where, error=QuantizationError, fix=fix
+        )
+    return out
+
+
+def state_scales(layers: Any, calibration: Any, *, drop_synapse: bool = False) -> dict[str, float]:
+    r"""The state scale the mapper calibrates for every LIF layer: ``{name: s_v}`` with
+
+    .. math:: s_v = \max(\max_{b,t,n} |v_{b,t,n}|, \max_n \theta_n) / (2^{b-1} - 1)
+
+    (``v`` the float membrane before reset on ``calibration`` (B, [T,] N_in), in float state units, ``b``
+    the state width): what ``mapper(layers, calibration=calibration)`` uses when ``state_scale`` is not
+    given. ``layers``: float layer descriptions, a graph or a ``pondlib.nn`` network (``drop_synapse``
+    as :func:`layers_from_graph`).
+
+    Raises:
+        GraphError: layers that are not a chain of float layer descriptions.
+        QuantizationError: calibration that is not finite (B, [T,] N_in) data, or a scale out of range.
+
+    Example:
+        >>> import numpy as np
+        >>> layers = [GemmLayer("fc", np.full((2, 1), 0.5)), IntLIFLayer("lif", alpha=1.0, threshold=10.0)]
+        >>> s = state_scales(layers, np.ones((1, 3, 2)))   # v = 1, 2, 3: below the threshold 10
+        >>> round(s["lif"] * 32767, 6)
+        10.0
+        >>> round(state_scales(layers, np.full((1, 3, 2), 4.0))["lif"] * 32767, 6)   # v = 4, 8, 12
+        12.0
+        >>> spec = mapper(layers, calibration=np.ones((1, 3, 2)), state_scale={"lif": 1 / 64})
+        >>> int(spec.config.layers[1].threshold[0])   # 10 / (1/64): pinned, not calibrated
+        640
+    """
+    drop_synapse = check_bool(drop_synapse, "drop_synapse", where="state_scales", error=GraphError)
+    if not isinstance(layers, (list, tuple)):
+        layers = layers_from_graph(layers, drop_synapse=drop_synapse)
+    layers = _float_layers(layers, "state_scales")
+    _, vmax = float_forward(layers, calibration)
+    return {layer.name: _state_scale(layer, vmax[layer.name]) for layer in layers if isinstance(layer, IntLIFLayer)}

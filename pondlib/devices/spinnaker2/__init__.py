@@ -12,12 +12,14 @@ The DNN pipeline::
     cfg = dnn_mapper(MLP.from_arrays(weights, biases), calibration=x_train)   # int8, workers
     y, _, record = DNNSim.from_config(cfg).evolve(cfg.quantize_input(x))
     print(estimate(cfg, softmax=True).table())                               # per-layer timing
+    y, dram = run_dram_image(cfg.to_dram_image(), cfg.quantize_input(x))      # walk the DRAM image
 
 Files (the file set every device has, then SpiNNaker2's own): ``limits`` (chip and board as data),
 ``specification`` (what the SNN mapper produces: neuron models, synapse word formats, populations,
 projections, placement), ``mapper`` (SNN mapper), ``config`` (synapse words, routing, SNN
 configuration), ``sim`` (both simulators), ``report`` (resources, quantization and gaps as data);
-``dnn`` (DNN path), ``timing`` (DNN timing model calibrated on the paper).
+``dnn`` (DNN path), ``image`` (the DRAM configuration image the scheduler PE walks), ``timing`` (DNN
+timing model calibrated on the paper).
 """
 
 from pondlib.devices.spinnaker2.config import (
@@ -40,6 +42,7 @@ from pondlib.devices.spinnaker2.dnn import (
     dnn_mapper,
     train_mlp,
 )
+from pondlib.devices.spinnaker2.image import parse_image, read_times
 from pondlib.devices.spinnaker2.limits import (
     LIMITS,
     SPINNAKER2_BOARD,
@@ -49,7 +52,16 @@ from pondlib.devices.spinnaker2.limits import (
     get_limits,
 )
 from pondlib.devices.spinnaker2.mapper import RULES, SUPPORTED_MODULES, mapper
-from pondlib.devices.spinnaker2.sim import DNNSim, LIFParams, LIFState, SpiNNaker2Sim, f32_fma, lif_step, mla_layer
+from pondlib.devices.spinnaker2.sim import (
+    DNNSim,
+    LIFParams,
+    LIFState,
+    SpiNNaker2Sim,
+    f32_fma,
+    lif_step,
+    mla_layer,
+    run_dram_image,
+)
 from pondlib.devices.spinnaker2.specification import (
     DELAY_WORD,
     NEURON_MODELS,
@@ -114,6 +126,9 @@ __all__ = [
     "lif_step",
     "f32_fma",
     "mla_layer",
+    "run_dram_image",
+    "parse_image",
+    "read_times",
     "MLP",
     "DenseLayer",
     "DNNConfig",

@@ -30,6 +30,11 @@ which is what is checked (the worst case ``K \cdot 128 \cdot \max|W_q|`` of a 78
 24 bits although real sums never do; both are reported). A layer failing it is a violation unless
 ``overflow="wrap"`` is asked (then the simulator wraps like the register).
 
+Lowering fuses Linear+ReLU: a ReLU is the ``relu`` flag of the Linear before it (:meth:`MLP.from_ops`
+folds a chain of Linear and ``"relu"`` operations so), and :func:`dnn_mapper` emits exactly one MLA
+layer per Linear, the flag carried to :class:`DNNLayerConfig` and into the DRAM image
+(:meth:`DNNConfig.to_dram_image`, flag bit 0 of the layer block).
+
 Splitting: layer ``K -> N`` is cut into column tiles, one per worker PE, each holding its weights
 ``K c`` B, bias ``4 c`` B, input ``K`` B and output ``c`` B within ``limits.dnn_worker_bytes``:
 ``c_max = floor((budget - K) / (K + 5))``, ``workers = ceil(N / c_max)``, columns spread evenly.
@@ -59,6 +64,7 @@ from pondlib.devices.core.intmath import int_range, sat
 from pondlib.devices.core.lookup import as_graph
 from pondlib.devices.core.numerics import relative_error
 from pondlib.devices.core.rules import raise_violations
+from pondlib.devices.spinnaker2.image import build_image, layer_bias, layer_weights, parse_image
 from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, get_limits
 from pondlib.errors import ConfigError, GraphError, PondError, QuantizationError, Violation
 from pondlib.validate import (
@@ -163,6 +169,52 @@ class MLP:
         biases = [None] * n if biases is None else _as_list(biases, "biases", "MLP.from_arrays", n)
         relu = [i < n - 1 for i in range(n)] if relu is None else _as_list(relu, "relu", "MLP.from_arrays", n)
         return cls(tuple(DenseLayer(w, b, r) for w, b, r in zip(weights, biases, relu)))
+
+    @classmethod
+    def from_ops(cls, ops: Sequence[Any]) -> MLP:
+        """Lower a chain of operations with Linear+ReLU fusion: ``ops`` holds :class:`DenseLayer` (a
+        Linear; its own ``relu`` flag is kept) and the string ``"relu"``. A ``"relu"`` after a Linear
+        becomes that layer's ``relu`` flag (the MLA applies it when it writes the output), never a layer of
+        its own; repeated ReLUs fold into one (``max(max(y, 0), 0) = max(y, 0)``).
+
+        Raises:
+            GraphError: an empty chain, a ``"relu"`` with no Linear before it, or another operation.
+
+        Example:
+            >>> lin = lambda k, n: DenseLayer(np.ones((k, n)), relu=False)
+            >>> mlp = MLP.from_ops([lin(4, 3), "relu", lin(3, 2), "relu", "relu", lin(2, 1)])
+            >>> [(layer.name, layer.weight.shape, layer.relu) for layer in mlp.layers]
+            [('fc1', (4, 3), True), ('fc2', (3, 2), True), ('fc3', (2, 1), False)]
+        """
+        where = "MLP.from_ops"
+        if isinstance(ops, (str, bytes)) or not isinstance(ops, Sequence):
+            raise GraphError(
+                "ops", value=type(ops).__name__, limit="a sequence", where=where, fix="pass [DenseLayer, 'relu', ...]"
+            )
+        layers: list[DenseLayer] = []
+        for i, op in enumerate(ops):
+            if isinstance(op, DenseLayer):
+                layers.append(op)
+            elif isinstance(op, str) and op.lower() == "relu":
+                if not layers:
+                    raise GraphError(
+                        f"ops[{i}]",
+                        value="'relu' with no Linear before it",
+                        limit="a ReLU fused onto the preceding Linear",
+                        where=where,
+                        fix="start the chain with a DenseLayer (the MLA has no stand-alone ReLU)",
+                    )
+                last = layers[-1]
+                layers[-1] = DenseLayer(last.weight, last.bias, True, last.name)
+            else:
+                raise GraphError(
+                    f"ops[{i}]",
+                    value=repr(op)[:80],
+                    limit="a DenseLayer or 'relu'",
+                    where=where,
+                    fix="lower other operations before mapping",
+                )
+        return cls(tuple(layers))
 
     @classmethod
     def from_graph(cls, graph: Any, relu: Sequence[bool] | None = None) -> MLP:
@@ -450,6 +502,81 @@ class DNNConfig:
             y, "y", lo=-128, hi=127, where="DNNConfig.dequantize_output", error=QuantizationError, allow_empty=True
         )
         return np.ldexp(arr.astype(np.float64), -self.layers[-1].out_frac)
+
+    def to_dram_image(self) -> bytes:
+        """The DRAM configuration image the scheduler PE walks (layout: :mod:`~pondlib.devices.spinnaker2.image`).
+
+        Deterministic: equal configurations give equal bytes. ``from_dram_image`` restores every field
+        (weights and biases as int64 arrays, as :func:`dnn_mapper` makes them).
+
+        Raises:
+            ConfigError: an invalid configuration (:meth:`problems`), or a value the image cannot hold
+                (a fraction beyond int32, a bound beyond int64, a report JSON cannot carry unchanged).
+
+        Example:
+            >>> mlp = MLP((DenseLayer(np.array([[1.0, -1.0], [0.5, 0.5]]), np.zeros(2), relu=True),))
+            >>> cfg = dnn_mapper(mlp, calibration=np.array([[1.0, 1.0]]))
+            >>> data = cfg.to_dram_image()
+            >>> data[:8], len(data)
+            (b'S2DNNIMG', 416)
+            >>> back = DNNConfig.from_dram_image(data)
+            >>> back.layers[0].relu, back.layers[0].weights.tolist() == cfg.layers[0].weights.tolist()
+            (True, True)
+        """
+        problems = self.problems()
+        for key in ("limits_name",):
+            if not isinstance(getattr(self, key), str):
+                problems.append(f"{key}: got {getattr(self, key)!r}, expected a str")
+        if not isinstance(self.report, dict):
+            problems.append(f"report: got a {type(self.report).__name__}, expected a dict")
+        for i, layer in enumerate(self.layers):
+            if not isinstance(layer.name, str):
+                problems.append(f"layers[{i}].name: got {layer.name!r}, expected a str")
+            for key in ("in_frac", "w_frac", "out_frac", "acc_bound", "acc_worst"):
+                if not _is_int(getattr(layer, key)):
+                    problems.append(f"{layer.name}.{key}: got {getattr(layer, key)!r}, expected an integer")
+        if problems:
+            raise ConfigError(problems=problems, where="DNNConfig.to_dram_image")
+        return build_image(
+            self.layers,
+            input_frac=int(self.input_frac),
+            acc_bits=int(self.acc_bits),
+            overflow=self.overflow,
+            limits_name=self.limits_name,
+            report=self.report,
+        )
+
+    @classmethod
+    def from_dram_image(cls, data: Any) -> DNNConfig:
+        """The configuration stored in a DRAM image (inverse of :meth:`to_dram_image`).
+
+        Raises:
+            ConfigError: data that is not a valid image (truncated, wrong magic or version, CRC mismatch,
+                pointers out of range, a cycle in the layer list, ...): names the field and its offset.
+        """
+        img = parse_image(data)
+        raw = bytes(data)
+        layers = tuple(
+            DNNLayerConfig(
+                b.name,
+                layer_weights(raw, b),
+                layer_bias(raw, b),
+                b.shift,
+                b.relu,
+                tuple((w.start, w.stop) for w in b.workers),
+                b.in_frac,
+                b.w_frac,
+                b.out_frac,
+                b.acc_bound,
+                b.acc_worst,
+            )
+            for b in img.layers
+        )
+        cfg = cls(layers, img.input_frac, img.acc_bits, img.overflow, img.limits_name, img.report)
+        problems = cfg.problems()
+        if problems:  # the parser checks every field; kept as a guard for the simulator's assumptions
+            raise ConfigError(problems=problems, where="DNNConfig.from_dram_image")
+        return cfg
 
     @property
     def n_workers(self) -> int:

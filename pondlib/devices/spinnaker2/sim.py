@@ -93,7 +93,9 @@ from pondlib.devices.core.inputs import integer_input
 from pondlib.devices.core.intmath import sat, wrap
 from pondlib.devices.spinnaker2.config import SpiNNaker2Config, decode_words, validate_config
 from pondlib.devices.spinnaker2.dnn import DNNConfig
+from pondlib.devices.spinnaker2.image import parse_image, read_layer_block, write_times
 from pondlib.devices.spinnaker2.specification import NEURON_MODELS, LIFOptions
+from pondlib.devices.spinnaker2.timing import PAPER_MODEL, TimingModel, estimate
 from pondlib.errors import ConfigError, SimulationError
 from pondlib.validate import as_float_array, as_int_array, check_bool, check_choice, check_int, check_type
 
@@ -105,6 +107,7 @@ __all__ = [
     "lif_step",
     "f32_fma",
     "mla_layer",
+    "run_dram_image",
     "POP_RECORD_KEYS",
     "POP_STATE_KEYS",
 ]
@@ -665,6 +668,16 @@ class DNNSim:
         """A simulator of ``config`` (``overflow`` overrides ``config.overflow``)."""
         return cls(config, overflow)
 
+    @classmethod
+    def from_dram_image(cls, data: Any, overflow: str | None = None) -> DNNSim:
+        """A simulator of the configuration stored in a DRAM image (:meth:`DNNConfig.from_dram_image`);
+        :func:`run_dram_image` runs the image itself, as the scheduler PE walks it.
+
+        Raises:
+            ConfigError: data that is not a valid image (the message names the field and its offset).
+        """
+        return cls(DNNConfig.from_dram_image(data), overflow)
+
     def reset_state(self) -> None:
         """No state: a DNN layer stack is stateless."""
 
@@ -707,3 +720,90 @@ class DNNSim:
             h = h[0]
             rec = {key: v[0] for key, v in rec.items()}
         return h, {}, rec
+
+
+def run_dram_image(
+    data: Any, x: Any, *, overflow: str | None = None, model: TimingModel | None = None
+) -> tuple[np.ndarray, bytes]:
+    """Run a DRAM image (:mod:`~pondlib.devices.spinnaker2.image`) as the scheduler PE does.
+
+    The host checks the image, writes each input sample (int8, ``K_1`` B) to the input buffer; the
+    scheduler reads the global configuration, then follows the layer blocks from ``first layer`` by
+    their ``next`` pointers. Per block, worker ``j`` reads the layer's input buffer (``K`` B), its
+    weight tile (``K x c_j`` int8 at its address) and its biases (int32 from ``bias + 4 start``), runs the
+    MLA (:func:`mla_layer`: accumulate, check or wrap at ``acc_bits``, ``>> shift``, saturate, fused
+    ReLU) and writes its ``c_j`` int8 outputs at ``output + start``. The result is the last layer's
+    output buffer; it equals :class:`DNNSim` bit for bit.
+
+    The time-measurement area is filled with the timing model's cycle counts (:func:`~pondlib.
+    devices.spinnaker2.timing.estimate` on the image's layers and worker splits, seconds times
+    ``model.clock_hz``, each part rounded to whole cycles): per layer its start and end cycle (from the
+    start of an inference: setup, then the layers in order) and its scheduling, weight fetch, MLA and
+    other cycles; in the area's head the total (setup + layers + cleanup), setup and cleanup cycles,
+    the number of inferences run (saturating at 2^32 - 1) and the clock in kHz.
+
+    Args:
+        data: the image bytes. x: int8 input (K,) or (B, K) (quantize float input with
+            ``DNNConfig.quantize_input``). overflow: overrides the image's overflow mode.
+        model: the timing coefficients (default :data:`~pondlib.devices.spinnaker2.timing.PAPER_MODEL`).
+
+    Returns:
+        ``(y, dram)``: outputs (N,) or (B, N) int64 in -128..127, and the image after the run (activation
+        buffers hold the last sample's values; the time area is filled).
+
+    Raises:
+        ConfigError: an invalid image (field and offset named), a bad ``overflow`` or ``model``.
+        SimulationError: input that is not int8 values of shape (K,) or (B, K); an accumulator overflow
+            with ``overflow="error"``.
+
+    Example:
+        >>> from pondlib.devices.spinnaker2.dnn import MLP, DenseLayer, dnn_mapper
+        >>> from pondlib.devices.spinnaker2.image import read_times
+        >>> mlp = MLP((DenseLayer(np.array([[1.0, -1.0], [0.5, 0.5]]), np.zeros(2), relu=True),))
+        >>> cfg = dnn_mapper(mlp, calibration=np.array([[1.0, 1.0]]))
+        >>> y, dram = run_dram_image(cfg.to_dram_image(), np.array([64, 64]))
+        >>> y.tolist(), DNNSim.from_config(cfg).evolve(np.array([64, 64]))[0].tolist()
+        ([96, 0], [96, 0])
+        >>> t = read_times(dram)
+        >>> t["inferences"], t["clock_khz"], t["layers"][0]["sched"]     # 13 us at 150 MHz
+        (1, 150000, 1950)
+    """
+    where = "run_dram_image"
+    cfg = DNNConfig.from_dram_image(data)  # the host's check: magic, CRC, every pointer, the chain
+    img = parse_image(data)
+    overflow = img.overflow if overflow is None else overflow
+    check_choice(overflow, "overflow", ("error", "wrap"), where=where, error=ConfigError)
+    model = PAPER_MODEL if model is None else model
+    check_type(model, "model", TimingModel, where=where, error=ConfigError)
+    k = img.input_size
+    arr = integer_input(
+        x,
+        k,
+        where=where,
+        lo=-128,
+        hi=127,
+        ranks=(1, 2),
+        allow_float=False,
+        fix=f"pass int8 values of shape ({k},) or (B, {k}): quantize float input with config.quantize_input(x)",
+    )
+    dram = bytearray(bytes(data))
+    rows = np.atleast_2d(arr)
+    out = np.zeros((rows.shape[0], img.output_size), dtype=np.int64)
+    for s, row in enumerate(rows):
+        dram[img.input_addr : img.input_addr + k] = row.astype("<i1").tobytes()
+        off = img.first_layer  # the scheduler PE: global configuration -> first block -> next -> ...
+        while off:
+            blk = read_layer_block(dram, off)
+            for w in blk.workers:  # each worker PE: fetch input, weight tile, bias; MLA; write its columns
+                c = w.stop - w.start
+                xin = np.frombuffer(dram, "<i1", blk.k, blk.input_addr).astype(np.int64)
+                wt = np.frombuffer(dram, "<i1", blk.k * c, w.weights_addr).reshape(blk.k, c).astype(np.int64)
+                bias = np.frombuffer(dram, "<i4", c, blk.bias_addr + 4 * w.start).astype(np.int64)
+                y, _ = _mla(xin[None], wt, bias, blk.shift, blk.relu, img.acc_bits, overflow, f"{blk.name}, input {s}")
+                a = blk.output_addr + w.start
+                dram[a : a + c] = y[0].astype("<i1").tobytes()
+            off = blk.next
+        out[s] = np.frombuffer(dram, "<i1", img.output_size, img.output_addr)
+    rep = estimate(cfg, model)
+    write_times(dram, rep, model.clock_hz, rows.shape[0])
+    return (out[0] if arr.ndim == 1 else out), bytes(dram)

@@ -391,7 +391,10 @@ def _dash(
 def _float_dtype(value: Any, name: str) -> None:
     """Rockpool's ``*_dtype`` arguments: pondlib maps to float (quantize with :mod:`pondlib.transform`)."""
     try:
-        ok = np.dtype(value).kind == "f" and not isinstance(value, bool)
+        # a string must be a dtype name ('float', 'float32', 'f4'): numpy also reads control characters
+        # such as '\r' as type codes
+        named = not isinstance(value, str) or value.isidentifier()
+        ok = named and np.dtype(value).kind == "f" and not isinstance(value, bool)
     except (TypeError, ValueError):
         ok = False
     if not ok:

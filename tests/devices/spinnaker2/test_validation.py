@@ -818,7 +818,9 @@ def test_lif_step_is_deterministic_and_finite_on_valid_input(rows, has_current, 
 @st.composite
 def _networks(draw):
     n_in, n_out = draw(st.integers(1, 6)), draw(st.integers(1, 5))
-    w = np.array(draw(st.lists(st.floats(-2, 2), min_size=n_in * n_out, max_size=n_in * n_out))).reshape(n_in, n_out)
+    w = np.array(
+        draw(st.lists(st.floats(-2, 2, width=32, allow_subnormal=False), min_size=n_in * n_out, max_size=n_in * n_out))
+    ).reshape(n_in, n_out)
     if not np.any(w):
         w[0, 0] = 1.0
     thr = draw(st.floats(0.1, 5.0))

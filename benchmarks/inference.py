@@ -1,0 +1,276 @@
+"""Inference throughput (jitted forward pass only): pondlib against Spyx, Rockpool, in one process.
+
+Workload: Linear(64 -> 256) -> LIF(256, tau_mem 20 ms, tau_syn 10 ms, dt 1 ms) -> Linear(256 -> 10) ->
+LIF(10), no biases, Bernoulli input spikes (rate 5 % per step), T = 200 steps, batches of 32, 256 and
+1024 samples, and a variant whose hidden LIF layer is recurrent (256 x 256 weights). Rows:
+
+- ``pondlib``: ``nn.Sequential`` (layer by layer, the default);
+- ``pondlib-fused``: the same network with ``Sequential(..., fuse=True)`` (one time loop for the whole
+  chain, :mod:`pondlib.nn.fused`);
+- ``spyx``: ``spyx.nn.Sequential(nnx.Linear, CuBaLIF, nnx.Linear, CuBaLIF)`` run with ``spyx.nn.run``
+  (``RCuBaLIF`` for the recurrent variant), merged graph inside ``jax.jit``;
+- ``rockpool``: ``Sequential(LinearJax, LIFJax, LinearJax, LIFJax)`` (``has_rec`` for the recurrent
+  variant), parameters passed through ``jax.jit``.
+
+Competitors are optional; one that is not importable is reported as "not installed". After
+compilation every row is timed in interleaved rounds (background load affects all alike); the figure
+is the median call time, as samples per second, with ratios to Spyx.
+
+``--busy`` starts one spinning process (a ``multiprocessing`` busy loop, the other core busy) for a
+second pass of the same rounds and reports each row's slowdown (busy median / quiet median).
+
+Usage::
+
+    python benchmarks/inference.py [--rounds 5] [--calls 5] [--batches 32,256,1024] [--busy] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import os
+import platform
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+STEPS_T, N_IN, N_HID, N_OUT = 200, 64, 256, 10
+TAU_MEM, TAU_SYN, DT, INPUT_RATE = 20e-3, 10e-3, 1e-3, 0.05
+RESULTS = Path(__file__).resolve().parent / "results" / "inference.json"
+
+
+def make_input(batch: int, seed: int = 0) -> jax.Array:
+    """Bernoulli input spikes (B, T, N_in), float32."""
+    return jax.random.bernoulli(jax.random.PRNGKey(seed), INPUT_RATE, (batch, STEPS_T, N_IN)).astype(jnp.float32)
+
+
+def build_pondlib(rec: bool, fuse: bool = False) -> Callable:
+    from pondlib import nn
+
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(1), 3)
+    net = nn.Sequential(
+        nn.Linear(N_IN, N_HID, key=k1),
+        nn.LIF(N_HID, tau_mem=TAU_MEM, tau_syn=TAU_SYN, dt=DT, has_rec=rec, key=k3),
+        nn.Linear(N_HID, N_OUT, key=k2),
+        nn.LIF(N_OUT, tau_mem=TAU_MEM, tau_syn=TAU_SYN, dt=DT),
+        fuse=fuse,
+    )
+    f = jax.jit(lambda net, x: net(x)[0])
+    return lambda x: f(net, x)
+
+
+def build_spyx(rec: bool) -> Callable:
+    import spyx
+    from flax import nnx
+
+    rngs = nnx.Rngs(1)
+
+    def cuba(n, recurrent=False):
+        layer = (spyx.nn.RCuBaLIF if recurrent else spyx.nn.CuBaLIF)((n,), rngs=rngs)
+        layer.alpha = nnx.Param(jnp.full((n,), math.exp(-DT / TAU_SYN), jnp.float32))
+        layer.beta = nnx.Param(jnp.full((n,), math.exp(-DT / TAU_MEM), jnp.float32))
+        return layer
+
+    model = spyx.nn.Sequential(
+        nnx.Linear(N_IN, N_HID, use_bias=False, rngs=rngs),
+        cuba(N_HID, rec),
+        nnx.Linear(N_HID, N_OUT, use_bias=False, rngs=rngs),
+        cuba(N_OUT),
+    )
+    graphdef, state = nnx.split(model)
+
+    @jax.jit
+    def f(state, x):
+        out, _ = spyx.nn.run(nnx.merge(graphdef, state), x, batch_major=True)
+        return out
+
+    return lambda x: f(state, x)
+
+
+def build_rockpool(rec: bool) -> Callable:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from rockpool.nn.combinators import Sequential
+        from rockpool.nn.modules import LIFJax, LinearJax
+
+    def lif(n, has_rec=False):
+        return LIFJax(n, tau_mem=TAU_MEM, tau_syn=TAU_SYN, dt=DT, has_rec=has_rec)
+
+    net = Sequential(LinearJax((N_IN, N_HID)), lif(N_HID, rec), LinearJax((N_HID, N_OUT)), lif(N_OUT))
+    params = net.parameters()
+
+    @jax.jit
+    def f(params, x):
+        out, _, _ = net.reset_state().set_attributes(params)(x)
+        return out
+
+    return lambda x: f(params, x)
+
+
+FRAMEWORKS = {
+    "pondlib": lambda rec: build_pondlib(rec),
+    "pondlib-fused": lambda rec: build_pondlib(rec, fuse=True),
+    "spyx": build_spyx,
+    "rockpool": build_rockpool,
+}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:  # noqa: BLE001 - best effort
+        return None
+
+
+def _spin(stop) -> None:  # a busy loop on another core until told to stop
+    x = 0
+    while not stop.is_set():
+        for _ in range(10000):
+            x += 1
+
+
+class Busy:
+    """Context manager: one spinning process while inside (``enabled=False``: nothing)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __enter__(self):
+        if self.enabled:
+            ctx = mp.get_context("spawn")
+            self.stop = ctx.Event()
+            self.proc = ctx.Process(target=_spin, args=(self.stop,), daemon=True)
+            self.proc.start()
+            time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self.stop.set()
+            self.proc.join(5)
+            if self.proc.is_alive():
+                self.proc.terminate()
+
+
+def time_rows(fns: dict, x, rounds: int, calls: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):  # interleaved rounds
+        for name, f in fns.items():
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                jax.block_until_ready(f(x))
+                times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def run(names: list[str], batches: list[int], rounds: int, calls: int, busy: bool) -> dict:
+    import importlib
+
+    mods = {"pondlib": "pondlib", "pondlib-fused": "pondlib", "spyx": "spyx", "rockpool": "rockpool"}
+    out: dict = {}
+    for variant, rec in (("feedforward", False), ("recurrent", True)):
+        for batch in batches:
+            key = f"{variant}/B={batch}"
+            x = make_input(batch)
+            fns, res = {}, {}
+            for name in names:
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        importlib.import_module(mods[name])
+                except ImportError:
+                    res[name] = {"status": "not installed"}
+                    continue
+                try:
+                    f = FRAMEWORKS[name](rec)
+                    t0 = time.perf_counter()
+                    y = jax.block_until_ready(f(x))
+                    res[name] = {"status": "ok", "compile_s": time.perf_counter() - t0, "spikes": float(y.sum())}
+                    fns[name] = f
+                except Exception as err:  # noqa: BLE001 - report a broken competitor, keep the others
+                    res[name] = {"status": f"failed: {type(err).__name__}: {err}"[:300]}
+            passes = [("quiet", False)] + ([("busy", True)] if busy else [])
+            for label, on in passes:
+                with Busy(on):
+                    times = time_rows(fns, x, rounds, calls)
+                for name, t in times.items():
+                    med = float(np.median(t))
+                    res[name][f"{label}_median_ms"] = med * 1e3
+                    res[name][f"{label}_samples_per_s"] = batch / med
+            for name in fns:
+                r = res[name]
+                if "spyx" in fns:
+                    r["vs_spyx"] = r["quiet_samples_per_s"] / res["spyx"]["quiet_samples_per_s"]
+                if busy:
+                    r["busy_slowdown"] = r["busy_median_ms"] / r["quiet_median_ms"]
+            out[key] = res
+            print(key)
+            for name, r in res.items():
+                if r["status"] != "ok":
+                    print(f"  {name:15s} {r['status']}")
+                    continue
+                line = f"  {name:15s} {r['quiet_samples_per_s']:9.0f} samples/s  {r['quiet_median_ms']:8.2f} ms"
+                if "vs_spyx" in r:
+                    line += f"  {r['vs_spyx']:.2f}x spyx"
+                if busy:
+                    line += f"  busy {r['busy_samples_per_s']:9.0f} samples/s (slowdown {r['busy_slowdown']:.2f}x)"
+                print(line, flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds")
+    ap.add_argument("--calls", type=int, default=5, help="timed calls per row per round")
+    ap.add_argument("--batches", default="32,256,1024", help="comma-separated batch sizes")
+    ap.add_argument("--only", default=",".join(FRAMEWORKS), help="comma-separated rows to run")
+    ap.add_argument("--busy", action="store_true", help="also time with one spinning process")
+    ap.add_argument("--json", default=str(RESULTS), help="where to write the results ('' for nowhere)")
+    args = ap.parse_args(argv)
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FRAMEWORKS]
+    if unknown:
+        ap.error(f"unknown row(s) {unknown}; choose from {list(FRAMEWORKS)}")
+    batches = [int(b) for b in args.batches.split(",") if b.strip()]
+    results = run(names, batches, args.rounds, args.calls, args.busy)
+    if args.json:
+        doc = {
+            "workload": {
+                "time_steps": STEPS_T,
+                "n_in": N_IN,
+                "n_hidden": N_HID,
+                "n_out": N_OUT,
+                "tau_mem": TAU_MEM,
+                "tau_syn": TAU_SYN,
+                "dt": DT,
+                "input_rate": INPUT_RATE,
+                "batches": batches,
+            },
+            "machine": {
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "jax": jax.__version__,
+                "cpu_count": os.cpu_count(),
+                "device": str(jax.devices()[0]),
+                "note": "taken under load: 8 engineers share 2 cores",
+            },
+            "versions": {d: _version(d) for d in ("pondlib", "spyx", "rockpool")},
+            "results": results,
+        }
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

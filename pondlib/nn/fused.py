@@ -1,0 +1,216 @@
+r"""One time loop for a whole chain of ``Linear`` and ``LIF`` modules (inference), with the layer-by-layer
+adjoint for training.
+
+:class:`~pondlib.nn.Sequential` runs its children one after the other: every ``Linear`` computes its
+product for all ``T`` steps at once and every ``LIF`` scans over time, so between two modules a full
+``(T, *batch, N)`` stack of currents or spikes is written and read back. For ``Linear(64 -> 256) -> LIF
+-> Linear(256 -> 10) -> LIF`` at ``B = 256``, ``T = 200`` two such stacks hold 52 MB each; XLA's CPU
+runtime allocates them afresh on every call, glibc maps buffers of that size from the kernel each
+time, and every page faults on first touch. A profile of the jitted forward pass
+(``benchmarks/inference.py``) showed these two stacks, not the arithmetic, dominate inference time.
+
+:func:`chain_scan` evaluates the same equations step by step for the whole chain inside one
+:func:`jax.lax.scan`: at step ``t`` the input row ``x[t]`` (``*batch, N_in``) passes through every module,
+
+.. math::
+
+    h_0 = x[t], \qquad
+    h_{j+1} = h_j W_j + b_j \ \text{(Linear)} \quad\text{or}\quad
+    h_{j+1} = s_j[t] = \mathrm{LIF}_j(h_j, \mathrm{state}_j[t-1]) \ \text{(the step of}
+    :func:`pondlib.nn.adjoint.lif_scan` \text{)},
+
+so only the per-step rows ``(*batch, N)`` and the output stack ``(T, *batch, N_out)`` exist. The
+operations are those of the layer-by-layer path (the same products, row by row, and the same LIF step);
+the one difference is the dot kernel XLA picks for a product of one step's rows instead of all ``T * B``
+rows, whose summation order may differ: currents can differ by an ulp, and a spike exactly at the
+threshold can flip (``tests/nn/test_fused.py`` checks equality of the spikes on its networks). It is
+therefore opt-in: ``Sequential(..., fuse=True)``.
+
+Under :func:`jax.grad` the fused loop is not used: the custom VJP's forward pass runs the chain layer
+by layer (the ``Linear`` products over all steps, the LIF layers through the hand adjoint of
+:mod:`pondlib.nn.adjoint`) and its backward pass runs their adjoints in reverse order, so gradients are
+those of the layer-by-layer path, operation for operation.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> from pondlib.nn import LIF, Linear
+    >>> layers = (Linear(4, 3, key=jax.random.PRNGKey(0)), LIF(3))
+    >>> x = 2.0 * jnp.ones((5, 2, 4))                      # (T, B, N_in), time-major
+    >>> states = tuple(m.init_state((2,)) for m in layers)
+    >>> y, new = chain_scan(layers, x, states)
+    >>> y_ref, _, _ = layers[1].evolve_tm(layers[0].evolve_tm(x, None, False)[0], states[1], False)
+    >>> y.shape, bool(jnp.allclose(y, y_ref))
+    ((5, 2, 3), True)
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.custom_derivatives import CustomVJPPrimal, SymbolicZero
+
+from pondlib.nn.adjoint import _bwd as _lif_bwd
+from pondlib.nn.adjoint import _fwd as _lif_fwd
+from pondlib.nn.adjoint import _initial, _syn_sum, _unflat
+from pondlib.nn.base import scan_steps
+from pondlib.nn.lif import LIF
+from pondlib.nn.linear import Linear
+
+__all__ = ["chain_scan", "fusible"]
+
+
+def fusible(layers: Any) -> bool:
+    """True when ``layers`` is a chain that :func:`chain_scan` runs: at least two modules, each a
+    :class:`~pondlib.nn.Linear` or a :class:`~pondlib.nn.LIF`, with at least one LIF.
+
+    Example:
+        >>> import jax
+        >>> fusible((Linear(2, 3, key=jax.random.PRNGKey(0)), LIF(3)))
+        True
+        >>> fusible((LIF(3),))
+        False
+    """
+    layers = tuple(layers)
+    return len(layers) >= 2 and all(type(m) in (Linear, LIF) for m in layers) and any(type(m) is LIF for m in layers)
+
+
+def _linear(x: jax.Array, weight: jax.Array, bias: jax.Array | None) -> jax.Array:
+    """``x (..., n_in) @ W + b`` as one 2-D product (the operation of :meth:`Linear.evolve_tm`)."""
+    n_in, n_out = weight.shape
+    y = (x.reshape(-1, n_in) @ weight).reshape(x.shape[:-1] + (n_out,))
+    return y if bias is None else y + bias
+
+
+def _split(layers: tuple, states: tuple) -> tuple[tuple, tuple, tuple]:
+    """Static specs, parameter arrays and states of the chain (LIF decays computed by
+    :meth:`LIF.parameters`, outside the custom VJP, so autodiff reaches the time constants)."""
+    specs, params = [], []
+    for m in layers:
+        if type(m) is Linear:
+            specs.append(("linear",))
+            params.append((m.weight, m.bias))
+        else:
+            p = m.parameters()
+            specs.append(("lif", p.max_spikes, p.surrogate))
+            params.append((p.alpha, p.beta, p.threshold, p.bias, p.w_rec))
+    return tuple(specs), tuple(params), tuple(states)
+
+
+def chain_scan(layers: tuple, x: jax.Array, states: tuple) -> tuple[jax.Array, tuple]:
+    """Run a :func:`fusible` chain on time-major input in one time loop.
+
+    Args:
+        layers: the modules (``Linear`` and ``LIF``), in order.
+        x: (T, *batch, N_in) float32, time-major.
+        states: one state per module (``None`` for a Linear, a :class:`~pondlib.nn.LIFState` whose
+            leaves have the batch shape of ``x``), as :meth:`Sequential.init_state` builds them.
+
+    Returns:
+        ``(y, new_states)``: y (T, *batch, N_out) and the states after the last step; equal to running
+        the modules' ``evolve_tm`` one after the other with ``record=False``.
+    """
+    specs, params, states = _split(tuple(layers), tuple(states))
+    return _chain(specs, params, x, states)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _chain(specs: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[jax.Array, tuple]:
+    batch = x.shape[1:-1]
+    carry0 = []
+    for spec, p, st in zip(specs, params, states):
+        if spec[0] == "linear":
+            carry0.append(None)
+        else:
+            n, k = p[1].shape
+            carry0.append(_initial(st, batch, n, k))
+
+    def step(carry: tuple, xt: jax.Array) -> tuple[tuple, jax.Array]:
+        h, new = xt, []
+        for spec, p, c in zip(specs, params, carry):
+            if spec[0] == "linear":
+                h = _linear(h, p[0], p[1])
+                new.append(None)
+                continue
+            _, cap, surrogate = spec
+            alpha, beta, threshold, bias, w_rec = p
+            n, k = beta.shape
+            i, v, s = c
+            a = h if w_rec is None else h + s @ w_rec  # the step of lif_scan, operation for operation
+            i = (i + a) * beta.reshape(n * k)
+            pre = v * alpha + _syn_sum(i, k) + bias
+            s = surrogate.spikes(pre, threshold, cap)
+            v = pre - s * threshold
+            new.append((i, v, s))
+            h = s
+        return tuple(new), h
+
+    final, y = scan_steps(step, tuple(carry0), x)
+    out_states = []
+    for spec, p, st, c in zip(specs, params, states, final):
+        if spec[0] == "linear":
+            out_states.append(st)
+        else:
+            i, v, s = c
+            out_states.append(type(st)(_unflat(i, p[1].shape[1]), v, s))
+    return y, tuple(out_states)
+
+
+def _value(p: Any) -> Any:
+    return jax.tree_util.tree_map(lambda a: a.value, p, is_leaf=lambda a: isinstance(a, CustomVJPPrimal))
+
+
+def _chain_fwd(specs: tuple, params: tuple, x: Any, states: tuple):
+    """Layer by layer, keeping each module's residuals (LIF: those of the hand adjoint)."""
+    h, x_perturbed = x.value, x.perturbed
+    residuals, out_states = [], []
+    for j, (spec, p, st) in enumerate(zip(specs, params, states)):
+        if spec[0] == "linear":
+            weight, bias = _value(p)
+            # the last entry is a static flag (an empty pytree or None): whether dL/dx is wanted
+            residuals.append((weight, bias, h, () if x_perturbed or j > 0 else None))
+            h = _linear(h, weight, bias)
+            out_states.append(None)
+            continue
+        _, cap, surrogate = spec
+        alpha, beta, threshold, bias, w_rec = p
+        h_in = x if j == 0 else CustomVJPPrimal(h, True)
+        (h, _, _, new_state), res = _lif_fwd(cap, surrogate, alpha, beta, threshold, bias, w_rec, h_in, st)
+        residuals.append(res)
+        out_states.append(new_state)
+    return (h, tuple(out_states)), tuple(residuals)
+
+
+def _dense(ct: Any, like_shape: tuple, dtype: Any) -> jax.Array:
+    return jnp.zeros(like_shape, dtype) if isinstance(ct, SymbolicZero) or ct is None else ct
+
+
+def _chain_bwd(specs: tuple, residuals: tuple, cts: tuple):
+    """The modules' adjoints in reverse order: LIF through :func:`pondlib.nn.adjoint._bwd`, Linear
+    through :func:`jax.vjp` of its product."""
+    g_y, g_states = cts
+    d_params, d_states = [], []
+    for spec, res, g_state in zip(reversed(specs), reversed(residuals), reversed(g_states)):
+        if spec[0] == "linear":
+            weight, bias, h_in, dx_flag = res
+            out_shape = h_in.shape[:-1] + (weight.shape[1],)
+            g = _dense(g_y, out_shape, h_in.dtype)
+            if dx_flag is not None:
+                _, vjp = jax.vjp(_linear, h_in, weight, bias)
+                g_y, d_w, d_b = vjp(g)
+            else:
+                _, vjp = jax.vjp(partial(_linear, h_in), weight, bias)
+                (d_w, d_b), g_y = vjp(g), None
+            d_params.append((d_w, d_b))
+            d_states.append(None)
+            continue
+        _, cap, surrogate = spec
+        d_alpha, d_beta, d_th, d_bias, d_w, g_y, d_state0 = _lif_bwd(cap, surrogate, res, (g_y, None, None, g_state))
+        d_params.append((d_alpha, d_beta, d_th, d_bias, d_w))
+        d_states.append(d_state0)
+    return tuple(reversed(d_params)), g_y, tuple(reversed(d_states))
+
+
+_chain.defvjp(_chain_fwd, _chain_bwd, symbolic_zeros=True)

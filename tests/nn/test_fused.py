@@ -1,0 +1,91 @@
+"""The one-loop chain (pondlib.nn.fused) equals the layer-by-layer path: outputs, states and gradients."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pondlib import nn
+from pondlib.nn.fused import chain_scan, fusible
+
+
+def _net(rec: bool = False, k: int = 1, fuse: bool = True):
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(3), 3)
+    return nn.Sequential(
+        nn.Linear(6, 5 * k, key=k1, bias=True),
+        nn.LIF((5 * k, 5), tau_mem=0.02, tau_syn=0.01, threshold=0.7, has_rec=rec, key=k3),
+        nn.Linear(5, 3, key=k2),
+        nn.LIF(3, tau_mem=0.02, tau_syn=0.005, threshold=0.5),
+        fuse=fuse,
+    )
+
+
+def _x(shape, seed=0):
+    kx, ka = jax.random.split(jax.random.PRNGKey(seed))
+    return jax.random.bernoulli(kx, 0.4, shape).astype(jnp.float32) * jax.random.uniform(ka, shape, maxval=3.0)
+
+
+def test_fusible():
+    net = _net()
+    assert fusible(net.layers)
+    assert not fusible(net.layers[:1])
+    assert not fusible((net.layers[0], net.layers[2]))  # no LIF
+
+
+@pytest.mark.parametrize("rec", [False, True])
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("shape", [(2, 30, 6), (30, 6)])
+def test_forward_bit_equal(rec, k, shape):
+    net = _net(rec, k)
+    x = _x(shape)
+    y, st, rec_dict = net(x)  # fused (record=False)
+    y_ref, st_ref, _ = net(x, record=True)  # layer by layer
+    assert rec_dict == {}
+    assert float(jnp.sum(y)) > 0  # the test network spikes
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(y_ref))
+    for a, b in zip(jax.tree_util.tree_leaves(st), jax.tree_util.tree_leaves(st_ref)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)  # products' rounding
+    # a run continued from the returned state equals the second half of one run
+    y1, s1, _ = net(x[..., :15, :])
+    y2, _, _ = net(x[..., 15:, :], state=s1)
+    np.testing.assert_array_equal(np.concatenate([y1, y2], axis=-2), np.asarray(y))
+
+
+@pytest.mark.parametrize("rec", [False, True])
+def test_gradients_equal_layerwise(rec):
+    net = _net(rec, 2)
+    x = _x((3, 25, 6), seed=1)
+
+    def loss(net, x, record):
+        y, st, _ = net(x, record=record)
+        return jnp.sum(y * jnp.arange(3.0)) + 0.1 * jnp.sum(st[1].vmem) + 0.01 * jnp.sum(x * y.sum())
+
+    g_fused = jax.jit(jax.grad(loss, argnums=(0, 1)), static_argnums=2)(net, x, False)
+    g_ref = jax.jit(jax.grad(loss, argnums=(0, 1)), static_argnums=2)(net, x, True)
+    leaves_f, leaves_r = jax.tree_util.tree_leaves(g_fused), jax.tree_util.tree_leaves(g_ref)
+    assert len(leaves_f) == len(leaves_r) > 0
+    assert any(float(jnp.abs(g).max()) > 0 for g in leaves_f)
+    for a, b in zip(leaves_f, leaves_r):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+
+
+def test_chain_scan_matches_layers_with_state():
+    net = _net()
+    x = jnp.swapaxes(_x((2, 12, 6), seed=2), 0, 1)
+    states = net.init_state((2,))
+    y, new = chain_scan(net.layers, x, states)
+    h, ref_states = x, []
+    for m, s in zip(net.layers, states):
+        h, s, _ = m.evolve_tm(h, s, False)
+        ref_states.append(s)
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(h))
+    assert new[0] is None and new[2] is None
+    np.testing.assert_allclose(np.asarray(new[1].vmem), np.asarray(ref_states[1].vmem), rtol=1e-5, atol=1e-5)
+
+
+def test_fuse_is_opt_in_and_checked():
+    from pondlib.errors import GraphError
+
+    assert _net(fuse=False).fuse is False and _net().fuse is True
+    with pytest.raises(GraphError, match="fuse"):
+        _net(fuse="yes")

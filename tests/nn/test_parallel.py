@@ -1,0 +1,199 @@
+"""Data parallelism (pondlib.nn.parallel and the ``devices=`` option of fit / evaluate / predict).
+
+JAX fixes its device count when it starts, so the 2-device runs happen in a subprocess started with
+``XLA_FLAGS=--xla_force_host_platform_device_count=2`` (:func:`_worker`); this process computes the same
+things on one device and compares.
+
+Tolerances. Inference is per sample: a device runs exactly the computation of a one-device call on its
+rows, so outputs, records, predictions and accuracies must be *identical*. Training differs only in the
+order of the float32 sums over the batch (each device sums its rows, then an all-reduce adds the two
+partial sums): a reassociation error of a few ulps (float32 eps = 1.2e-7) per gradient, passed through
+Adam (an update of at most lr = 1e-3 per step whose relative error is that of the gradient) over
+3 epochs x 6 steps. With parameters of order 1 that is ~1e-6 after 18 steps; we allow atol 1e-5 on
+the parameters and rtol 1e-5 on the epoch losses (observed: 3e-8 and 0).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pondlib import nn
+from pondlib.errors import PondError
+from pondlib.nn import parallel
+from pondlib.training import evaluate, fit, predict
+from tests.strategies import assert_pond_error, bad_counts, bad_types
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _problem():
+    """A small network, inputs with a batch (21) that no device count divides, and labels."""
+    k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+    net = nn.Sequential(nn.Linear(4, 16, key=k1), nn.LIF(16), nn.Linear(16, 3, key=k2), nn.LIF(3))
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 3, (21, 20, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 21)
+    return net, x, y
+
+
+def _results(devices) -> dict[str, np.ndarray]:
+    """Everything compared between one and two devices, as numpy arrays."""
+    net, x, y = _problem()
+    out, state, rec = parallel.sharded_call(net, x, record=True, devices=devices)
+    trained, hist = fit(net, (x[:18], y[:18]), epochs=3, batch_size=6, progress=False, devices=devices)
+    res = {"out": out, "vmem": rec["3_LIF/vmem"], "state": jax.tree_util.tree_leaves(state)[-1]}
+    res["loss"] = np.asarray(hist["loss"])
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(eqx.filter(trained, eqx.is_array))):
+        res[f"param{i}"] = leaf
+    res["pred"] = predict(net, x, batch_size=8, devices=devices)
+    res["acc"] = np.asarray(evaluate(net, x, y, batch_size=8, devices=devices))
+    return {k: np.asarray(v) for k, v in res.items()}
+
+
+def _worker(path: str) -> None:
+    """Run in the 2-device subprocess: save the 2-device results and the checks that need 2 devices."""
+    assert jax.device_count() == 2
+    res = _results(2)
+    net, x, y = _problem()
+    out, _, _ = parallel.sharded_call(net, x)
+    res["sharded_spec"] = np.asarray(len(out.sharding.device_set) == 2)
+    res["auto_devices"] = np.asarray(len(parallel.devices()))
+    with parallel.single_device():
+        res["single_devices"] = np.asarray(len(parallel.devices()))
+    try:
+        fit(net, (x, y), epochs=1, batch_size=7, progress=False, devices=2)
+        res["odd_batch_refused"] = np.asarray(False)
+    except PondError as err:
+        res["odd_batch_refused"] = np.asarray("multiple of the 2 devices" in str(err))
+    try:
+        parallel.shard_batch(x, parallel.data_mesh())
+        res["shard_refused"] = np.asarray(False)
+    except PondError as err:
+        res["shard_refused"] = np.asarray("pad_batch" in str(err))
+    # automatic devices: the largest count that divides the batch size
+    from pondlib.training import _train_mesh
+
+    res["auto_odd_mesh"] = np.asarray(_train_mesh(None, 7) is None and _train_mesh(None, 8).devices.size == 2)
+    np.savez(path, **res)
+
+
+@pytest.fixture(scope="module")
+def two_devices(tmp_path_factory) -> dict[str, np.ndarray]:
+    path = tmp_path_factory.mktemp("parallel") / "two.npz"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    script = f"from tests.nn.test_parallel import _worker; _worker({str(path)!r})"
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with np.load(path) as data:
+        return dict(data)
+
+
+@pytest.fixture(scope="module")
+def one_device() -> dict[str, np.ndarray]:
+    return _results(1)
+
+
+def test_two_device_inference_identical(two_devices, one_device):
+    assert bool(two_devices["sharded_spec"])
+    assert int(two_devices["auto_devices"]) == 2 and int(two_devices["single_devices"]) == 1
+    assert one_device["out"].shape == (21, 20, 3) and one_device["out"].sum() > 0  # the net does spike
+    for k in ("out", "vmem", "state", "pred", "acc"):
+        np.testing.assert_array_equal(two_devices[k], one_device[k], err_msg=k)
+
+
+def test_two_device_training_equal(two_devices, one_device):
+    np.testing.assert_allclose(two_devices["loss"], one_device["loss"], rtol=1e-5)
+    keys = [k for k in one_device if k.startswith("param")]
+    assert keys
+    for k in keys:
+        np.testing.assert_allclose(two_devices[k], one_device[k], rtol=0, atol=1e-5, err_msg=k)
+    net, _, _ = _problem()
+    w0 = np.asarray(net.layers[0].weight)
+    assert np.abs(one_device["param0"] - w0).max() > 1e-4  # training moved the weights
+
+
+def test_two_device_refusals(two_devices):
+    assert bool(two_devices["odd_batch_refused"]) and bool(two_devices["shard_refused"])
+    assert bool(two_devices["auto_odd_mesh"])
+
+
+def test_sharded_call_matches_plain_call():
+    net, x, _ = _problem()
+    x = x[:3, :8]
+    out, state, rec = parallel.sharded_call(net, x, record=True)
+    ref_out, ref_state, ref_rec = net(x, record=True)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(ref_out))
+    np.testing.assert_array_equal(np.asarray(rec["1_LIF/vmem"]), np.asarray(ref_rec["1_LIF/vmem"]))
+    # a state passed back continues the run, as in a plain call
+    out2, _, _ = parallel.sharded_call(net, x, state=state)
+    np.testing.assert_array_equal(np.asarray(out2), np.asarray(net(x, state=ref_state)[0]))
+
+
+def test_pad_and_shard_batch():
+    xp, n = parallel.pad_batch(jnp.ones((3, 2)), 4)
+    assert xp.shape == (4, 2) and n == 3 and float(xp[3].sum()) == 0.0
+    same, n = parallel.pad_batch(np.ones((4, 2)), 2)
+    assert same.shape == (4, 2) and n == 4
+    mesh = parallel.data_mesh(jax.devices())
+    assert parallel.data_mesh(mesh) is mesh
+    np.testing.assert_array_equal(parallel.gather(parallel.shard_batch(np.arange(4.0), mesh)), np.arange(4.0))
+    rep = parallel.replicate(nn.LIF(3), mesh)
+    assert rep.tau_mem.sharding.is_fully_replicated
+
+
+# -- bad input ------------------------------------------------------------------------------------
+_NET, _X, _Y = _problem()
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    bad=st.one_of(bad_counts(), bad_types(), st.integers(jax.device_count() + 1, 10**6)).filter(lambda v: v is not None)
+)
+def test_bad_devices(bad):
+    if isinstance(bad, list) and bad:  # a list of ints: elements are not devices
+        assert_pond_error(parallel.devices, bad, match="devices[0]")
+    else:
+        assert_pond_error(parallel.devices, bad, match="devices")
+    net, x, y = _NET, _X, _Y
+    assert_pond_error(predict, net, x, devices=bad, match="devices")
+    assert_pond_error(fit, net, (x, y), batch_size=7, progress=False, devices=bad, match="devices")
+
+
+def test_bad_devices_structures():
+    dev = jax.devices()[0]
+    assert_pond_error(parallel.devices, [], match="empty")
+    assert_pond_error(parallel.devices, [dev, dev], match="repeated")
+    assert_pond_error(parallel.devices, (dev, "cpu"), match="devices[1]")
+    other = jax.sharding.Mesh(np.asarray(jax.devices()), ("data",))
+    assert_pond_error(parallel.data_mesh, other, match="batch")
+    assert_pond_error(parallel.shard_batch, np.ones(3), "mesh", match="Mesh")
+    assert_pond_error(parallel.replicate, {}, other, match="batch")
+
+
+@settings(max_examples=20, deadline=None)
+@given(bad=st.one_of(bad_counts(), bad_types()))
+def test_bad_pad_multiple(bad):
+    assert_pond_error(parallel.pad_batch, np.ones((3, 2)), bad, match="multiple")
+
+
+def test_bad_sharded_call_input():
+    net, x, _ = _problem()
+    assert_pond_error(parallel.sharded_call, net, x[0], match="batch axis")
+    assert_pond_error(parallel.sharded_call, "net", x, match="net")
+    assert_pond_error(parallel.sharded_call, net, x, record="yes", match="record")
+    bad = x.copy()
+    bad[2, 3, 1] = np.nan
+    assert_pond_error(parallel.sharded_call, net, bad, match="input")
+    assert_pond_error(parallel.pad_batch, np.float32(1.0), 2, match="batch axis")
+    assert_pond_error(parallel.shard_batch, np.float32(1.0), parallel.data_mesh(), match="batch axis")
