@@ -29,7 +29,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from pondlib.errors import PondError
+from pondlib.errors import GraphError, PondError
 from pondlib.validate import as_array, as_float_array, as_int_array, check_writable_file
 
 __all__ = [
@@ -43,6 +43,8 @@ __all__ = [
     "load_floats",
     "read_network",
     "writable_file",
+    "synthetic_events",
+    "drop_synapse_hint",
 ]
 
 #: Seeds accepted by ``--seed`` (numpy and JAX both take a 32-bit unsigned seed).
@@ -211,3 +213,25 @@ def read_network(path: str, what: str = "model") -> tuple[Any, dict]:
             fix="pass a file written by pondlib.io.save_network (or pond demo's network.pond)",
         ) from None
     return net, head
+
+
+def synthetic_events(n_in: int) -> Any:
+    """Calibration input when none is given: 32 samples x 50 steps of binary events at rate 0.2 (seed 0)."""
+    import numpy as np
+
+    return (np.random.default_rng(0).random((32, 50, n_in)) < 0.2).astype(np.float64)
+
+
+def drop_synapse_hint(err: GraphError) -> GraphError:
+    """``err`` itself, or, for a LIF with a synaptic current on Siracusa, the same error with the CLI's fix
+    (``--drop-synapse``) instead of the Python argument."""
+    if err.what != "LIF synaptic current":
+        return err
+    return GraphError(
+        err.what,
+        value=err.value,
+        limit=err.limit,
+        where=err.where,
+        fix="pass --drop-synapse to feed the input straight into the membrane (this changes the dynamics: "
+        "pond demo shows the accuracy it costs)",
+    )

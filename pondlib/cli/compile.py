@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pondlib.cli.args import UsageError, load_array, positive_float, read_network
+from pondlib.cli.args import UsageError, drop_synapse_hint, load_array, positive_float, read_network, synthetic_events
 from pondlib.cli.render import notes, result_table, stage, table
 from pondlib.errors import GraphError, PondError
 
@@ -224,22 +224,13 @@ def _device_model(console: Any, args: argparse.Namespace, path: Path, raster: An
         calib = np.asarray(raster, dtype=np.float64)
         source = "the --check raster"
     else:
-        calib = (np.random.default_rng(0).random((32, 50, net.size_in)) < 0.2).astype(np.float64)
+        calib = synthetic_events(net.size_in)
         source = "synthetic binary events"
     with stage(console, f"Mapping to Siracusa, calibrating on {source}"):
         try:
             _, spec = siracusa_map(net, None, calib, args.drop_synapse)
         except GraphError as err:
-            if err.what != "LIF synaptic current":
-                raise
-            raise GraphError(
-                err.what,
-                value=err.value,
-                limit=err.limit,
-                where=err.where,
-                fix="pass --drop-synapse to feed the input straight into the membrane (this changes the "
-                "dynamics: pond demo shows the accuracy it costs)",
-            ) from None
+            raise drop_synapse_hint(err) from None
         config, ok, message = siracusa_config(spec)
     if not ok:
         raise PondError("the Siracusa configuration is invalid", value=message, where=str(path))

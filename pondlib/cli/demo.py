@@ -286,6 +286,9 @@ def _try_next(out_dir: Path) -> str:
             f"pond map {q(d + '/network_1spike.pond')} --device spinnaker2 --neuron-model {S2_DEMO_MODEL}",
             f"pond map {q(d + '/network_1spike.pond')} --device siracusa --drop-synapse "
             f"--calibration {q(d + '/digits_test.npy')}",
+            f"pond compile {q(d + '/xylo_config.npz')} --numerics xylo -o {q(d + '/xylo_c')} --target cortex-m4 "
+            f"--check {q(d + '/digits_test.npy')}",
+            "pond explore --memory 128KB",
             "pond devices",
         ]
     )

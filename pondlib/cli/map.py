@@ -30,7 +30,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pondlib.cli.args import UsageError, load_floats, positive_float, read_network, writable_file
+from pondlib.cli.args import (
+    UsageError,
+    drop_synapse_hint,
+    load_floats,
+    positive_float,
+    read_network,
+    synthetic_events,
+    writable_file,
+)
 from pondlib.cli.render import (
     notes,
     resources_table,
@@ -251,7 +259,6 @@ def _map_spinnaker2(console: Any, net: Any, args: argparse.Namespace) -> None:
 
 
 def _map_siracusa(console: Any, net: Any, args: argparse.Namespace) -> None:
-    import numpy as np
 
     from pondlib.devices.siracusa.config import config_from_specification
     from pondlib.devices.siracusa.limits import get_limits
@@ -262,22 +269,13 @@ def _map_siracusa(console: Any, net: Any, args: argparse.Namespace) -> None:
         calib = load_floats(args.calibration, "calibration", "--calibration")
         source = f"{args.calibration} {tuple(calib.shape)}"
     else:
-        calib = (np.random.default_rng(0).random((32, 50, net.size_in)) < 0.2).astype(np.float64)
+        calib = synthetic_events(net.size_in)
         source = "synthetic binary events (32 samples x 50 steps, rate 0.2)"
     with stage(console, f"Mapping to {lim.name}, calibrating on {source}") as st:
         try:
             _, spec = map_network(net, lim, calib, args.drop_synapse)
         except GraphError as err:
-            if err.what != "LIF synaptic current":
-                raise
-            raise GraphError(
-                err.what,
-                value=err.value,
-                limit=err.limit,
-                where=err.where,
-                fix="pass --drop-synapse to feed the input straight into the membrane (this "
-                "changes the dynamics: pond demo shows the accuracy it costs)",
-            ) from None
+            raise drop_synapse_hint(err) from None
         _, ok, message = config_from_specification(spec)
         st["note"] = "configuration valid" if ok else f"configuration invalid: {message}"
     console.print(resources_table(f"Resources on {lim.name} (per step of one sample)", resource_usage(spec, lim)))
