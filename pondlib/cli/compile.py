@@ -38,7 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pondlib.cli.args import UsageError, drop_synapse_hint, load_array, positive_float, read_network, synthetic_events
+from pondlib.cli.args import UsageError, drop_synapse_hint, load_array, positive_float, synthetic_events
+from pondlib.cli.models import check_model_path, load_network
 from pondlib.cli.render import notes, result_table, stage, table
 from pondlib.errors import GraphError, PondError
 
@@ -106,7 +107,7 @@ def run(console: Any, args: argparse.Namespace) -> int:
     path = Path(args.model)
     if args.drop_synapse and args.numerics != "siracusa":
         raise UsageError("pond compile: --drop-synapse applies to --numerics siracusa only")
-    _check_model_path(path)
+    check_model_path(path, "a .nir, .pond or Xylo .npz file")
     # absolute: the host build runs the compiler inside DIR, so a relative DIR would be resolved twice
     out = Path(args.out).absolute()
     if out.exists() and not out.is_dir():
@@ -141,32 +142,6 @@ def run(console: Any, args: argparse.Namespace) -> int:
     return _check(console, program, target, runner, reference, raster, args)
 
 
-def _check_model_path(path: Path) -> None:
-    if not path.exists():
-        raise PondError("model file not found", where=str(path), fix="MODEL is a .nir, .pond or Xylo .npz file")
-    if not path.is_file():
-        raise PondError("model file is not a regular file", where=str(path), fix="MODEL is a .nir, .pond or .npz file")
-
-
-def _load_network(console: Any, args: argparse.Namespace, path: Path) -> Any:
-    if path.suffix.lower() == ".nir":
-        from pondlib.interop import load_nir
-
-        imp = load_nir(path, dt=args.dt, reset=args.reset)
-        console.print(
-            f"[bold]model[/]: {path} (NIR, convention {imp.convention}, dt {imp.dt:g} s, reset {imp.reset}) "
-            f"-> {type(imp.module).__name__}",
-            highlight=False,
-        )
-        notes(console, imp.notes, "NIR import")
-        return imp.module
-    if args.dt is not None or args.reset != "v_reset":
-        raise UsageError("pond compile: --dt and --reset apply to NIR files only")
-    net, head = read_network(str(path))
-    console.print(f"[bold]model[/]: {path} (pondlib network): {head.get('summary')}", highlight=False)
-    return net
-
-
 def _device_model(console: Any, args: argparse.Namespace, path: Path, raster: Any) -> tuple[Any, Any]:
     """``(model to emit, reference(x) -> y)`` for the numerics: the network or its device configuration."""
     import numpy as np
@@ -185,7 +160,7 @@ def _device_model(console: Any, args: argparse.Namespace, path: Path, raster: An
         config = XyloConfig.load(path)
         console.print(f"[bold]model[/]: {path} (Xylo configuration, {config.limits_name})", highlight=False)
         return config, _xylo_reference(config)
-    net = _load_network(console, args, path)
+    net = load_network(console, args, path, "compile")
     if args.numerics == "float32":
 
         def reference(x: Any) -> Any:

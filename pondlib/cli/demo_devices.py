@@ -54,6 +54,49 @@ def _agreement(output: Any, float_pred: Any) -> float:
     return float(np.mean(np.argmax(output.sum(axis=1), axis=-1) == float_pred))
 
 
+def _one_spike_result(
+    console: Any,
+    title: str,
+    device: str,
+    trained_acc: float,
+    tuned_acc: float,
+    acc: dict,
+    agree: float,
+    output: Any,
+    timing: tuple[int, int, float],
+    dynamics_acc: float | None = None,
+) -> Deployment:
+    """Print the result table of a device that runs the one-spike fine-tuned network (SpiNNaker2,
+    Siracusa) and return its :class:`Deployment`; ``timing`` is ``(samples, steps, seconds)`` simulated."""
+    n_test, T, t_sim = timing
+    speed = n_test * T / t_sim
+    rows = [
+        ("float model accuracy (as trained, 31 spikes per step)", f"{trained_acc:.1%}"),
+        ("device accuracy, network as trained", f"{acc['as trained']:.1%}"),
+        ("float model accuracy (fine-tuned, 1 spike per step)", f"{tuned_acc:.1%}"),
+    ]
+    if dynamics_acc is not None:
+        rows.append(("float model without synaptic current (the device's dynamics)", f"{dynamics_acc:.1%}"))
+    rows += [
+        ("device accuracy, fine-tuned network", f"{acc['fine-tuned']:.1%}"),
+        ("device - float (fine-tuned)", f"{(acc['fine-tuned'] - tuned_acc) * 100:+.1f} points"),
+        ("same prediction float vs device (fine-tuned)", f"{agree:.1%} of samples"),
+        ("simulator speed", f"{speed:,.0f} sample-steps/s ({n_test} samples x {T} steps in {t_sim:.2f} s)"),
+    ]
+    console.print(result_table(title, rows))
+    return Deployment(
+        device,
+        "1 spike/step",
+        tuned_acc,
+        acc["fine-tuned"],
+        agree,
+        speed,
+        dynamics_acc=dynamics_acc,
+        as_trained_acc=acc["as trained"],
+        output=output,
+    )
+
+
 def _spike_cap_row(acc: dict, floats: dict, trained: str, tuned: str) -> tuple[str, str, str, str]:
     """The gap row comparing, on the device and in float, the network as trained (up to 31 spikes per
     step) and the fine-tuned one (1); ``trained`` and ``tuned`` introduce the two comparisons."""
@@ -198,7 +241,6 @@ def demo_spinnaker2(console: Any, floats: dict, data: Any) -> Deployment:
     trained_acc, trained_rec = floats["as trained"][1], floats["as trained"][3]
     rec = recs["fine-tuned"]
     agree = _agreement(outs["fine-tuned"], tuned_pred)
-    speed = n_test * T / t_sim
 
     console.print(resources_table(f"Resources on the {lim.name} ({spec.neuron_model})", resource_usage(spec, lim, rec)))
     console.print(spinnaker2_quantization_table(quantization_summary(spec), quantization_summary(spec4)))
@@ -208,29 +250,16 @@ def demo_spinnaker2(console: Any, floats: dict, data: Any) -> Deployment:
     trained = f"as trained, hidden neurons fire up to {peak:.0f} per step"
     first = [_spike_cap_row(acc, floats, trained, "fine-tuned with one spike per step")]
     console.print(spinnaker2_gaps_table(lim.name, gaps, first, activity_note="fine-tuned network"))
-    console.print(
-        result_table(
-            f"Result on the {lim.name} (test split)",
-            [
-                ("float model accuracy (as trained, 31 spikes per step)", f"{trained_acc:.1%}"),
-                ("device accuracy, network as trained", f"{acc['as trained']:.1%}"),
-                ("float model accuracy (fine-tuned, 1 spike per step)", f"{tuned_acc:.1%}"),
-                ("device accuracy, fine-tuned network", f"{acc['fine-tuned']:.1%}"),
-                ("device - float (fine-tuned)", f"{(acc['fine-tuned'] - tuned_acc) * 100:+.1f} points"),
-                ("same prediction float vs device (fine-tuned)", f"{agree:.1%} of samples"),
-                ("simulator speed", f"{speed:,.0f} sample-steps/s ({n_test} samples x {T} steps in {t_sim:.2f} s)"),
-            ],
-        )
-    )
-    return Deployment(
+    return _one_spike_result(
+        console,
+        f"Result on the {lim.name} (test split)",
         lim.name,
-        "1 spike/step",
+        trained_acc,
         tuned_acc,
-        acc["fine-tuned"],
+        acc,
         agree,
-        speed,
-        as_trained_acc=acc["as trained"],
-        output=outs["fine-tuned"],
+        outs["fine-tuned"],
+        (n_test, T, t_sim),
     )
 
 
@@ -285,7 +314,6 @@ def demo_siracusa(console: Any, floats: dict, data: Any) -> Deployment:
     trained_acc = floats["as trained"][1]
     spec = specs["fine-tuned"]
     agree = _agreement(outs["fine-tuned"], tuned_pred)
-    speed = n_test * T / t_sim
 
     console.print(resources_table(f"Resources on {lim.name} (per step of one sample)", resource_usage(spec, lim)))
     console.print(siracusa_quantization_table(quantization_summary(spec)))
@@ -305,29 +333,15 @@ def demo_siracusa(console: Any, floats: dict, data: Any) -> Deployment:
     console.print(
         siracusa_gaps_table(lim.name, gaps, first, calibration="the training split", activity_note="fine-tuned network")
     )
-    console.print(
-        result_table(
-            f"Result on {lim.name} (test split)",
-            [
-                ("float model accuracy (as trained, 31 spikes per step)", f"{trained_acc:.1%}"),
-                ("device accuracy, network as trained", f"{acc['as trained']:.1%}"),
-                ("float model accuracy (fine-tuned, 1 spike per step)", f"{tuned_acc:.1%}"),
-                ("float model without synaptic current (the device's dynamics)", f"{dyn_acc['fine-tuned']:.1%}"),
-                ("device accuracy, fine-tuned network", f"{acc['fine-tuned']:.1%}"),
-                ("device - float (fine-tuned)", f"{(acc['fine-tuned'] - tuned_acc) * 100:+.1f} points"),
-                ("same prediction float vs device (fine-tuned)", f"{agree:.1%} of samples"),
-                ("simulator speed", f"{speed:,.0f} sample-steps/s ({n_test} samples x {T} steps in {t_sim:.2f} s)"),
-            ],
-        )
-    )
-    return Deployment(
+    return _one_spike_result(
+        console,
+        f"Result on {lim.name} (test split)",
         lim.name,
-        "1 spike/step",
+        trained_acc,
         tuned_acc,
-        acc["fine-tuned"],
+        acc,
         agree,
-        speed,
+        outs["fine-tuned"],
+        (n_test, T, t_sim),
         dynamics_acc=dyn_acc["fine-tuned"],
-        as_trained_acc=acc["as trained"],
-        output=outs["fine-tuned"],
     )

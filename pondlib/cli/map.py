@@ -35,10 +35,10 @@ from pondlib.cli.args import (
     drop_synapse_hint,
     load_floats,
     positive_float,
-    read_network,
     synthetic_events,
     writable_file,
 )
+from pondlib.cli.models import check_model_path, load_network
 from pondlib.cli.render import (
     notes,
     resources_table,
@@ -58,6 +58,10 @@ DEVICES = ("xylo", "spinnaker2", "siracusa")
 #: SpiNNaker2 neuron models (``pondlib.devices.spinnaker2.NEURON_MODELS``), listed here so that the
 #: parser needs no device import (a test checks that the two agree).
 _S2_MODELS = ("lif", "lif_no_delay", "lif_curr_exp", "lif_curr_exp_no_delay")
+
+
+#: What MODEL may be, for error messages.
+_MODEL_KINDS = "a .nir file or a network saved with pondlib.io.save_network"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -133,19 +137,19 @@ def add_parser(subparsers: Any) -> None:
 def run(console: Any, args: argparse.Namespace) -> int:
     """Map ``args.model`` onto ``args.device``; 0 when it fits, 1 (after the violations table) when not."""
     if Path(args.model).suffix.lower() == ".onnx":
-        _check_model_path(Path(args.model))
+        check_model_path(Path(args.model), _MODEL_KINDS)
         if args.out is not None:
             writable_file(args.out, "output file", "--out", "model.s2img")
         return _map_onnx(console, args)
     if args.out is not None:
         raise UsageError("pond map: --out applies to ONNX models only (.onnx)")
     _check_device_options(args)
-    _check_model_path(Path(args.model))
+    check_model_path(Path(args.model), _MODEL_KINDS)
     with stage(console, "Importing the pipeline"):
         import numpy as np  # noqa: F401  (heavy imports under the spinner)
 
         import pondlib.nn  # noqa: F401
-    net = _load_model(console, args)
+    net = load_network(console, args, Path(args.model), "map")
     mappers = {"xylo": _map_xylo, "spinnaker2": _map_spinnaker2, "siracusa": _map_siracusa}
     try:
         mappers[args.device](console, net, args)
@@ -158,50 +162,6 @@ def run(console: Any, args: argparse.Namespace) -> int:
         )
         return 1
     return 0
-
-
-def _check_model_path(path: Path) -> None:
-    """A :class:`PondError` for a MODEL that is missing or not a regular file."""
-    if not path.exists():
-        raise PondError(
-            "model file not found",
-            where=str(path),
-            fix="MODEL is a .nir file or a network saved with pondlib.io.save_network",
-        )
-    if not path.is_file():
-        raise PondError(
-            "model file is not a regular file",
-            where=str(path),
-            fix="MODEL is a .nir file or a network saved with pondlib.io.save_network",
-        )
-
-
-def _load_model(console: Any, args: argparse.Namespace) -> Any:
-    """The pondlib module in ``args.model`` (a NIR file or a saved network), with a line about it."""
-    path = Path(args.model)
-    _check_model_path(path)
-    if path.suffix.lower() == ".nir":
-        from pondlib.interop import load_nir
-
-        imp = load_nir(path, dt=args.dt, reset=args.reset)
-        console.print(
-            f"[bold]model[/]: {path} (NIR, convention {imp.convention}, dt {imp.dt:g} s, "
-            f"reset {imp.reset}) -> {type(imp.module).__name__}",
-            highlight=False,
-        )
-        notes(console, imp.notes, "NIR import")
-        return imp.module
-    if args.dt is not None or args.reset != "v_reset":
-        raise UsageError(
-            "pond map: --dt and --reset apply to NIR files only (a saved pondlib network stores its dt and reset)"
-        )
-    net, head = read_network(args.model)
-    console.print(
-        f"[bold]model[/]: {path} (pondlib network, saved by pondlib {head.get('pondlib_version')}): "
-        f"{head.get('summary')}",
-        highlight=False,
-    )
-    return net
 
 
 def _check_device_options(args: argparse.Namespace) -> None:
