@@ -36,6 +36,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -51,7 +52,7 @@ def make_input(batch: int, seed: int = 0) -> jax.Array:
     return jax.random.bernoulli(jax.random.PRNGKey(seed), INPUT_RATE, (batch, STEPS_T, N_IN)).astype(jnp.float32)
 
 
-def build_pondlib(rec: bool, fuse: bool = False) -> Callable:
+def build_pondlib(rec: bool, fuse: bool = False, raw: bool = False) -> Any:
     from pondlib import nn
 
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(1), 3)
@@ -62,8 +63,24 @@ def build_pondlib(rec: bool, fuse: bool = False) -> Callable:
         nn.LIF(N_OUT, tau_mem=TAU_MEM, tau_syn=TAU_SYN, dt=DT),
         fuse=fuse,
     )
+    if raw:
+        return net
     f = jax.jit(lambda net, x: net(x)[0])
     return lambda x: f(net, x)
+
+
+def build_pondlib_split(rec: bool) -> Callable:
+    """The fused network with the batch split over every JAX device (``split_call`` under ``jax.jit``;
+    the input is placed on the devices inside each timed call)."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from pondlib.nn import parallel
+
+    mesh = parallel.data_mesh()
+    net = parallel.replicate(build_pondlib(rec, fuse=True, raw=True), mesh)
+    f = jax.jit(lambda net, x: parallel.split_call(net, x, mesh=mesh)[0])
+    batch = NamedSharding(mesh, PartitionSpec(parallel.AXIS))
+    return lambda x: f(net, jax.device_put(x, batch))
 
 
 def build_spyx(rec: bool) -> Callable:
@@ -117,6 +134,7 @@ def build_rockpool(rec: bool) -> Callable:
 FRAMEWORKS = {
     "pondlib": lambda rec: build_pondlib(rec),
     "pondlib-fused": lambda rec: build_pondlib(rec, fuse=True),
+    "pondlib-fused-split": build_pondlib_split,
     "spyx": build_spyx,
     "rockpool": build_rockpool,
 }
@@ -175,7 +193,7 @@ def time_rows(fns: dict, x, rounds: int, calls: int) -> dict[str, list[float]]:
 def run(names: list[str], batches: list[int], rounds: int, calls: int, busy: bool) -> dict:
     import importlib
 
-    mods = {"pondlib": "pondlib", "pondlib-fused": "pondlib", "spyx": "spyx", "rockpool": "rockpool"}
+    mods = {"spyx": "spyx", "rockpool": "rockpool"}
     out: dict = {}
     for variant, rec in (("feedforward", False), ("recurrent", True)):
         for batch in batches:
@@ -186,7 +204,7 @@ def run(names: list[str], batches: list[int], rounds: int, calls: int, busy: boo
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        importlib.import_module(mods[name])
+                        importlib.import_module(mods.get(name, "pondlib"))
                 except ImportError:
                     res[name] = {"status": "not installed"}
                     continue
@@ -234,6 +252,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--batches", default="32,256,1024", help="comma-separated batch sizes")
     ap.add_argument("--only", default=",".join(FRAMEWORKS), help="comma-separated rows to run")
     ap.add_argument("--busy", action="store_true", help="also time with one spinning process")
+    ap.add_argument(
+        "--host-devices",
+        type=int,
+        default=1,
+        help="JAX CPU devices of this process (jax_num_cpu_devices; the split row uses them all)",
+    )
     ap.add_argument("--json", default=str(RESULTS), help="where to write the results ('' for nowhere)")
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]
@@ -241,6 +265,8 @@ def main(argv: list[str] | None = None) -> dict:
     if unknown:
         ap.error(f"unknown row(s) {unknown}; choose from {list(FRAMEWORKS)}")
     batches = [int(b) for b in args.batches.split(",") if b.strip()]
+    if args.host_devices > 1:
+        jax.config.update("jax_num_cpu_devices", args.host_devices)  # before the first computation
     results = run(names, batches, args.rounds, args.calls, args.busy)
     if args.json:
         doc = {
@@ -261,6 +287,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "jax": jax.__version__,
                 "cpu_count": os.cpu_count(),
                 "device": str(jax.devices()[0]),
+                "host_devices": jax.device_count(),
                 "note": "taken under load: 8 engineers share 2 cores",
             },
             "versions": {d: _version(d) for d in ("pondlib", "spyx", "rockpool")},

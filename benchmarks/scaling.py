@@ -3,7 +3,12 @@
 Workload: Linear(64 -> 256) -> LIF(256) -> Linear(256 -> 10) -> LIF(10) (pondlib defaults otherwise),
 Bernoulli input spikes (rate 5 % per step), T = 200 steps.
 
-- inference: ``pondlib.nn.parallel.sharded_call(net, x)`` on a batch of B = 256 (samples per second);
+- inference on a batch of B = 256 (samples per second), three rows: ``call``, the end-to-end public call
+  (``net(x)`` on one device, ``pondlib.nn.parallel.sharded_call(net, x)`` on several: input
+  validation, host-to-device placement, output checks included); ``jit`` and ``jit-fused``, the jitted
+  computation alone on inputs already placed on the devices (``net(x)`` under ``jax.jit`` on one device,
+  ``split_call`` under ``jax.jit`` on several; ``fused``: ``Sequential(..., fuse=True)``), which is what
+  the engine scales;
 - training: one jitted step, forward + gradient + Adam (lr 1e-3), on B = 32
   (``pondlib.training.make_train_step`` with the mesh, batch split, parameters replicated; steps per second).
 
@@ -58,9 +63,22 @@ def measure(repeats: int) -> dict:
 
     d = jax.device_count()
     k1, k2, kx, ky = jax.random.split(jax.random.PRNGKey(0), 4)
-    net = nn.Sequential(nn.Linear(N_IN, N_HID, key=k1), nn.LIF(N_HID), nn.Linear(N_HID, N_OUT, key=k2), nn.LIF(N_OUT))
+    layers = (nn.Linear(N_IN, N_HID, key=k1), nn.LIF(N_HID), nn.Linear(N_HID, N_OUT, key=k2), nn.LIF(N_OUT))
+    net = nn.Sequential(*layers)
     x = jax.random.bernoulli(kx, 0.05, (B_INFER, T, N_IN)).astype(jnp.float32)
-    infer = _median_time(lambda: parallel.sharded_call(net, x, devices=d)[0].block_until_ready(), repeats)
+    if d > 1:
+        infer = _median_time(lambda: parallel.sharded_call(net, x, devices=d)[0].block_until_ready(), repeats)
+    else:
+        infer = _median_time(lambda: net(x)[0].block_until_ready(), repeats)
+    jit_times = {}
+    for name, model in (("jit", net), ("jit-fused", nn.Sequential(*layers, fuse=True))):
+        if d > 1:
+            mesh_i = parallel.data_mesh(d)
+            fn = eqx.filter_jit(lambda n, xb, mesh_i=mesh_i: parallel.split_call(n, xb, mesh=mesh_i)[0])
+            model, xb = parallel.replicate(model, mesh_i), parallel.shard_batch(x, mesh_i)
+        else:
+            fn, xb = eqx.filter_jit(lambda n, xb: n(xb)[0]), x
+        jit_times[name] = _median_time(lambda fn=fn, model=model, xb=xb: fn(model, xb).block_until_ready(), repeats)
 
     mesh = parallel.data_mesh(d) if d > 1 else None
     params, static = eqx.partition(net, eqx.is_inexact_array)
@@ -82,6 +100,7 @@ def measure(repeats: int) -> dict:
         "devices": d,
         "inference_samples_per_s": B_INFER / infer,
         "inference_median_s": infer,
+        **{f"inference_{k}_samples_per_s": B_INFER / v for k, v in jit_times.items()},
         "train_steps_per_s": 1.0 / train_t,
         "train_median_s": train_t,
     }
@@ -105,13 +124,16 @@ def main() -> None:
     runs = [run_with_devices(int(d), args.repeats) for d in args.devices.split(",")]
     for r in runs:
         print(
-            f"{r['devices']} device(s): inference {r['inference_samples_per_s']:.0f} samples/s, "
+            f"{r['devices']} device(s): inference {r['inference_samples_per_s']:.0f} samples/s (call), "
+            f"{r['inference_jit_samples_per_s']:.0f} (jit), {r['inference_jit-fused_samples_per_s']:.0f} (jit, fused); "
             f"training {r['train_steps_per_s']:.2f} steps/s"
         )
     base = runs[0]
     speedup = {
         f"{r['devices']}_vs_{base['devices']}": {
             "inference": r["inference_samples_per_s"] / base["inference_samples_per_s"],
+            "inference_jit": r["inference_jit_samples_per_s"] / base["inference_jit_samples_per_s"],
+            "inference_jit_fused": r["inference_jit-fused_samples_per_s"] / base["inference_jit-fused_samples_per_s"],
             "training": r["train_steps_per_s"] / base["train_steps_per_s"],
         }
         for r in runs[1:]
@@ -128,7 +150,8 @@ def main() -> None:
         "speedup": speedup,
         "repeats": args.repeats,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "loadavg_1min_at_start": load},
-        "note": "host CPU devices (XLA_FLAGS); measured on a shared, loaded machine",
+        "note": "host CPU devices (XLA_FLAGS) on one 2-core machine: each device count in its own process, "
+        "the load average at the start recorded",
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n")

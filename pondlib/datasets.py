@@ -84,6 +84,24 @@ class EventDataset:
         """Time steps ``T`` per sample."""
         return int(self.x_train.shape[1])
 
+    def with_silence(self, ticks: int) -> EventDataset:
+        """A copy whose samples end with ``ticks`` more steps without events: (N, T + ticks, C).
+
+        For a device whose output lags its input (SpiNNaker2: ``Specification.latency_ticks``), train
+        and test on the same longer samples the device runs (see
+        :func:`pondlib.devices.core.append_silence`).
+
+        Example:
+            >>> d = load_digits_events(T=12)
+            >>> d.with_silence(2).n_steps, bool(d.with_silence(2).x_test[:, 12:].any())
+            (14, False)
+        """
+        from pondlib.devices.core.inputs import append_silence
+
+        x_train, x_test = append_silence(self.x_train, ticks), append_silence(self.x_test, ticks)
+        note = f" Then {int(ticks)} silent step(s) appended (the device's latency)." if ticks else ""
+        return EventDataset(x_train, self.y_train, x_test, self.y_test, self.description + note)
+
 
 def encode_digits(images: np.ndarray, T: int = 12) -> np.ndarray:
     """Row / column scan of 8 x 8 images (intensities 0..16) into (N, T, 16) event counts.

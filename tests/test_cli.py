@@ -91,8 +91,12 @@ def test_fast_demo_runs_and_reports_every_device(fast_demo):
     for device, (flt, dev) in accs.items():
         assert flt > 60 and dev > 60, device  # chance is 10 %
         assert abs(flt - dev) < 15, device
-    # the network as trained (31 spikes per step) is reported on the one-spike devices, too
-    assert len(re.findall(r"\(network as trained: device [\d.]+%\)", out)) == 2
+    # the network as trained is reported on every device, next to its device-aware twin
+    assert len(re.findall(r"\(network as trained: device [\d.]+%\)", out)) == 3
+    assert "no accuracy lost on any device" in out or "accuracy lost on the device:" in out
+    # the device-aware float model and the device agree spike for spike on every device (bit-exact paths)
+    equal = re.findall(r"hidden ([\d.]+)%, output ([\d.]+)%", out)
+    assert len(equal) == 3 and all(a == b == "100.0" for a, b in equal), equal
 
 
 def test_fast_demo_shows_resources_quantization_and_gaps(fast_demo):
@@ -110,6 +114,8 @@ def test_fast_demo_shows_resources_quantization_and_gaps(fast_demo):
         "Float model vs Xylo",
         "Float model vs SpiNNaker2 chip",
         "Float model vs Siracusa",
+        "Device-aware training",
+        "2 ticks from input to output",
         "synaptic current",
         "spikes per neuron per",
         "PEs used",
@@ -130,7 +136,7 @@ def test_fast_demo_writes_readable_plots_and_files(fast_demo):
     for name in PLOTS:
         data = (out_dir / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
-    net = load_network(out_dir / "network_1spike.pond")
+    net = load_network(out_dir / "network_spinnaker2.pond")
     assert net.layers[1].max_spikes_per_dt == 1 and net.layers[1].n_neurons == DEMO_DEFAULTS["fast"]["hidden"]
     assert XyloConfig.load(out_dir / "xylo_config.npz").limits_name == "Xylo Audio 3"
     assert np.load(out_dir / "digits_test.npy").shape == (20, DEMO_DEFAULTS["fast"]["T"], 16)
@@ -167,7 +173,7 @@ def test_map_saved_network_violations_then_fit(fast_demo, capsys):
 
 def test_map_saved_network_to_spinnaker2_and_siracusa(fast_demo, capsys):
     d = fast_demo[2]
-    path = str(d / "network_1spike.pond")
+    path = str(d / "network_spinnaker2.pond")
     assert main(["map", path, "--device", "spinnaker2", "--limits", "board"]) == 0
     out = capsys.readouterr().out
     assert "SpiNNaker2 board (48 chips)" in out and "PEs used" in out and "fits the SpiNNaker2 board" in out

@@ -144,3 +144,20 @@ def test_bad_split_arguments(kwargs):
 
 def test_integral_float_T_is_a_whole_number():
     assert encode_digits(np.zeros((1, 8, 8)), 9.0).shape == (1, 9, 16)
+
+
+def test_with_silence_appends_silent_steps_to_both_splits(data):
+    longer = data.with_silence(3)
+    assert longer.n_steps == 15 and longer.x_test.shape == (450, 15, 16)
+    np.testing.assert_array_equal(longer.x_train[:, :12], data.x_train)
+    np.testing.assert_array_equal(longer.x_test[:, :12], data.x_test)
+    assert not longer.x_train[:, 12:].any() and not longer.x_test[:, 12:].any()
+    np.testing.assert_array_equal(longer.y_test, data.y_test)
+    assert "3 silent step(s) appended" in longer.description
+    assert data.with_silence(0).n_steps == 12
+
+
+@pytest.mark.parametrize("ticks", [-1, 2.5, "1", None, True])
+def test_with_silence_refuses_bad_tick_counts(data, ticks):
+    with pytest.raises(PondError, match="ticks"):
+        data.with_silence(ticks)

@@ -7,14 +7,19 @@ speed:
 
 - **Xylo**: checks Xylo Audio 2 (whose 8-output limit the 10-class network breaks: the violation
   table is printed), maps to Xylo Audio 3, quantizes per channel and runs the bit-exact simulator;
-- **SpiNNaker2** (float32 LIF on ARM cores, 7-bit synapse words) and **Siracusa** (int8 GEMMs and a
-  16-bit integer LIF without synaptic current) emit at most one spike per neuron per step, where the
-  float network fires up to 31: the network as trained and a copy fine-tuned for a few epochs with
-  that cap are both mapped, configured and simulated, so the report shows the gap and its remedy.
+- **SpiNNaker2** (float32 LIF on ARM cores, 7-bit synapse words, one tick per hop) and **Siracusa**
+  (int8 GEMMs and a 16-bit integer LIF without synaptic current) emit at most one spike per neuron per
+  step, where the float network fires up to 31.
 
-Plots, the trained networks (``network.pond``, ``network_1spike.pond``), the Xylo configuration
-(``xylo_config.npz``) and test inputs (``digits_test.npy``) go to ``DIR`` (default
-``./pond-demo-output``); the report ends with commands to try on them.
+On every device the network as trained is deployed first (the gap it shows is explained, row by row),
+then its device-aware twin (:func:`pondlib.transform.device_aware`: the device's arithmetic in the
+forward pass, straight-through gradients) is fine-tuned with the same ``fit`` and deployed; the summary
+compares that deployment with the float network as trained and says whether any device loses accuracy.
+
+Plots, the trained networks (``network.pond``; ``network_spinnaker2.pond``, the device-aware
+SpiNNaker2 network exported in float units), the deployed Xylo configuration (``xylo_config.npz``)
+and test inputs (``digits_test.npy``) go to ``DIR`` (default ``./pond-demo-output``); the report ends
+with commands to try on them.
 
 Example:
     >>> import argparse
@@ -34,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from pondlib.cli.args import SEED_MAX, positive_int, seed
-from pondlib.cli.demo_devices import Deployment, demo_siracusa, demo_spinnaker2, demo_xylo
-from pondlib.cli.demo_network import DEMO_DEFAULTS, DT, S2_DEMO_MODEL, demo_network, one_spike_network
+from pondlib.cli.demo_devices import NO_LOSS_POINTS, Deployment, demo_siracusa, demo_spinnaker2, demo_xylo
+from pondlib.cli.demo_network import DEMO_DEFAULTS, DT, S2_DEMO_MODEL, demo_network
 from pondlib.cli.demo_plots import save_plots
 from pondlib.cli.render import stage, table
 from pondlib.errors import PondError
@@ -122,8 +127,8 @@ def run(console: Any, args: argparse.Namespace) -> int:
         Panel.fit(
             "[bold]pond demo[/]: digits -> float SNN (JAX) -> Xylo, SpiNNaker2, Siracusa: mapping, "
             "quantization, bit-exact simulation\n"
-            f"mode {mode}: {cfg['hidden']} hidden neurons, {cfg['epochs']} epochs (+ {cfg['finetune_epochs']} "
-            f"fine-tuning), T = {cfg['T']} steps of {DT * 1e3:g} ms, seed {args.seed}",
+            f"mode {mode}: {cfg['hidden']} hidden neurons, {cfg['epochs']} epochs (+ {cfg['aware_epochs']} "
+            f"device-aware per device), T = {cfg['T']} steps of {DT * 1e3:g} ms, seed {args.seed}",
             border_style="cyan",
         )
     )
@@ -135,7 +140,7 @@ def run(console: Any, args: argparse.Namespace) -> int:
 
         from pondlib.datasets import load_digits_events
         from pondlib.io import save_network
-        from pondlib.training import evaluate, fit, predict
+        from pondlib.training import evaluate, fit
 
     # 1. data -------------------------------------------------------------------------------------------
     with stage(console, "Loading digits as events") as st:
@@ -155,19 +160,23 @@ def run(console: Any, args: argparse.Namespace) -> int:
             optax.clip_by_global_norm(1.0), optax.adam(optax.cosine_decay_schedule(lr, steps, alpha=0.05))
         )
 
-    def train(model: Any, lr: float, epochs: int, key: Any) -> tuple[Any, dict]:
+    def train(model: Any, lr: float, epochs: int, key: Any, frozen: tuple = _FROZEN, on: Any = None) -> tuple:
         return fit(
             model,
-            data,
+            data if on is None else on,
             "cross_entropy_sum",
             optimizer=optimizer(lr, epochs),
             epochs=epochs,
             batch_size=64,
             key=key,
-            frozen=_FROZEN,
+            frozen=frozen,
             progress=True,
             console=console,
         )
+
+    def tune(model: Any, lr: float, on: Any = None) -> Any:
+        """Device-aware fine-tuning: every parameter trainable, on ``on`` (default the digits)."""
+        return train(model, lr, cfg["aware_epochs"], k_tune, frozen=(), on=on)[0]
 
     console.print(
         "[bold]Training[/] the float model (cross-entropy on output spike counts; time "
@@ -178,53 +187,31 @@ def run(console: Any, args: argparse.Namespace) -> int:
     t_train = time.perf_counter() - t0
     with stage(console, "Evaluating the float model on the test split") as st:
         float_acc = evaluate(net, data.x_test, data.y_test)
-        float_pred = predict(net, data.x_test)
         float_out, _, float_rec = net(data.x_test.astype(np.float32), record=True)
         st["note"] = f"float test accuracy {float_acc:.1%}"
+    trained = {"net": net, "acc": float_acc, "rec": float_rec, "history": history, "seconds": t_train}
 
-    # 3. Xylo -------------------------------------------------------------------------------------------
-    xylo, xylo_art = demo_xylo(console, net, data, float_acc, float_pred, float_rec, history, t_train, cfg)
+    # 3. devices: the network as trained, then its device-aware twin ------------------------------------
+    xylo, xylo_art = demo_xylo(console, trained, data, tune, cfg)
+    s2, s2_export = demo_spinnaker2(console, trained, data, tune, cfg)
+    deployments = [xylo, s2, demo_siracusa(console, trained, data, tune, cfg)]
 
-    # 4. one spike per step: fine-tuning for SpiNNaker2 and Siracusa ------------------------------------
-    console.rule("[bold]One spike per neuron per step (SpiNNaker2, Siracusa)[/]")
-    console.print(
-        f"[bold]Fine-tuning[/] a copy with at most one spike per neuron per step "
-        f"({cfg['finetune_epochs']} epochs from the trained weights, learning rate 1e-3)"
-    )
-    net1 = one_spike_network(net)
-    with stage(console, "Evaluating the float model with one spike per step, before fine-tuning") as st:
-        capped_acc = evaluate(net1, data.x_test, data.y_test)
-        st["note"] = f"{capped_acc:.1%} (as trained with 31: {float_acc:.1%})"
-    net1, _ = train(net1, 1e-3, cfg["finetune_epochs"], k_tune)
-    with stage(console, "Evaluating the fine-tuned float model") as st:
-        tuned_acc = evaluate(net1, data.x_test, data.y_test)
-        tuned_pred = predict(net1, data.x_test)
-        tuned_out, _, tuned_rec = net1(data.x_test.astype(np.float32), record=True)
-        st["note"] = f"float test accuracy {tuned_acc:.1%} with one spike per step"
-    floats = {
-        "as trained": (net, float_acc, float_pred, float_rec),
-        "fine-tuned": (net1, tuned_acc, tuned_pred, tuned_rec),
-    }
-
-    # 5. SpiNNaker2 and Siracusa ------------------------------------------------------------------------
-    deployments = [xylo, demo_spinnaker2(console, floats, data), demo_siracusa(console, floats, data)]
-
-    # 6. summary ----------------------------------------------------------------------------------------
+    # 4. summary ----------------------------------------------------------------------------------------
     console.rule("[bold]Summary[/]")
     _print_summary(console, deployments, len(data.y_test))
 
-    # 7. files and plots --------------------------------------------------------------------------------
+    # 5. files and plots --------------------------------------------------------------------------------
     with stage(console, f"Saving the networks, the Xylo configuration and test inputs to {out_dir}") as st:
         files = [
             save_network(net, out_dir / "network.pond"),
-            save_network(net1, out_dir / "network_1spike.pond"),
-            xylo_art["config"].save(out_dir / "xylo_config.npz"),
+            save_network(s2_export.net, out_dir / "network_spinnaker2.pond"),
+            xylo_art["aware_config"].save(out_dir / "xylo_config.npz"),
         ]
         np.save(out_dir / "digits_test.npy", data.x_test[:20])
         np.save(out_dir / "digits_test_labels.npy", data.y_test[:20])
         st["note"] = ", ".join(Path(f).name for f in files) + ", digits_test.npy (20 samples), digits_test_labels.npy"
     with stage(console, f"Saving plots to {out_dir}") as st:
-        paths = save_plots(out_dir, data, xylo_art, float_out, float_rec, tuned_out, history, deployments)
+        paths = save_plots(out_dir, data, xylo_art, float_out, float_rec, history, deployments)
         st["note"] = ", ".join(p.name for p in paths)
     console.print(Panel(_try_next(out_dir), title="try next", title_align="left", border_style="cyan"), highlight=False)
     console.print(
@@ -234,41 +221,52 @@ def run(console: Any, args: argparse.Namespace) -> int:
 
 
 def _print_summary(console: Any, deployments: list[Deployment], n_test: int) -> None:
-    """The float vs device table and one accuracy line per device."""
+    """The float vs device table, one accuracy line per device and the verdict (no loss or not)."""
     t = table(
         f"Float vs device accuracy (test split, {n_test} samples)",
         (
             ("device", "left"),
-            ("network deployed", "left"),
             ("float", "right"),
-            ("float, device dynamics", "right"),
-            ("device", "right"),
+            ("device, as trained", "right"),
+            ("aware float", "right"),
+            ("device, aware", "right"),
             ("device - float", "right"),
             ("same prediction", "right"),
-            ("simulator (sample-steps/s)", "right"),
+            ("spikes equal", "right"),
         ),
     )
     for d in deployments:
         t.add_row(
             d.device,
-            d.network,
             f"{d.float_acc:.1%}",
-            "-" if d.dynamics_acc is None else f"{d.dynamics_acc:.1%}",
+            f"{d.as_trained_acc:.1%}",
+            f"{d.aware_float_acc:.1%}",
             f"{d.device_acc:.1%}",
-            f"{(d.device_acc - d.float_acc) * 100:+.1f} points",
+            f"{(d.device_acc - d.float_acc) * 100:+.1f} pt",
             f"{d.agree:.1%}",
-            f"{d.speed:,.0f}",
+            f"{min(d.spikes_equal.values()):.1%}",
         )
     t.caption = (
-        "float, device dynamics: the float network run with the device's neuron model "
-        "(Siracusa: no synaptic current); the rest of each gap is quantization"
+        "float: the float network as trained; aware: its device-aware twin (pondlib.transform.device_aware); "
+        "device - float: the device-aware network on the device against the float network; same prediction "
+        "and spikes equal (worst layer): device-aware float model vs device"
     )
     console.print(t)
     for d in deployments:
-        before = "" if d.as_trained_acc is None else f" (network as trained: device {d.as_trained_acc:.1%})"
         console.print(
-            f"accuracy on {d.device}: float {d.float_acc:.1%}, device {d.device_acc:.1%}{before}",
+            f"accuracy on {d.device}: float {d.float_acc:.1%}, device {d.device_acc:.1%} "
+            f"(network as trained: device {d.as_trained_acc:.1%})",
             style="bold",
+            highlight=False,
+        )
+    lost = [d for d in deployments if (d.float_acc - d.device_acc) * 100 > NO_LOSS_POINTS]
+    if lost:
+        names = ", ".join(f"{d.device} ({(d.device_acc - d.float_acc) * 100:+.1f} points)" for d in lost)
+        console.print(f"[bold yellow]accuracy lost on the device:[/] {names}", highlight=False)
+    else:
+        console.print(
+            f"[bold green]no accuracy lost on any device[/]: each device-aware deployment is within "
+            f"{NO_LOSS_POINTS} points of the float model as trained (or above it)",
             highlight=False,
         )
 
@@ -283,8 +281,8 @@ def _try_next(out_dir: Path) -> str:
             f"pond map {q(d + '/network.pond')} --device xylo                  "
             "# Xylo Audio 2: the 8-output violation (exit 1)",
             f"pond map {q(d + '/network.pond')} --device xylo --limits audio3",
-            f"pond map {q(d + '/network_1spike.pond')} --device spinnaker2 --neuron-model {S2_DEMO_MODEL}",
-            f"pond map {q(d + '/network_1spike.pond')} --device siracusa --drop-synapse "
+            f"pond map {q(d + '/network_spinnaker2.pond')} --device spinnaker2 --neuron-model {S2_DEMO_MODEL}",
+            f"pond map {q(d + '/network.pond')} --device siracusa --drop-synapse "
             f"--calibration {q(d + '/digits_test.npy')}",
             f"pond compile {q(d + '/xylo_config.npz')} --numerics xylo -o {q(d + '/xylo_c')} --target cortex-m4 "
             f"--check {q(d + '/digits_test.npy')}",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pondlib.cli.demo_network import S2_DEMO_MODEL, SIM_CHUNK
+from pondlib.cli.demo_network import AWARE_LR, S2_DEMO_MODEL, SIM_CHUNK
 from pondlib.cli.render import (
     notes,
     resources_table,
@@ -27,7 +27,7 @@ from pondlib.cli.render import (
 )
 from pondlib.errors import ConstraintError
 
-__all__ = ["Deployment", "demo_siracusa", "demo_spinnaker2", "demo_xylo"]
+__all__ = ["Deployment", "NO_LOSS_POINTS", "demo_siracusa", "demo_spinnaker2", "demo_xylo"]
 
 #: The float record key of the demo network's hidden spikes.
 _HIDDEN_SPIKES = "1_LIF/spikes"
@@ -35,103 +35,100 @@ _HIDDEN_SPIKES = "1_LIF/spikes"
 
 @dataclass
 class Deployment:
-    """One device's result in the demo (accuracies in 0..1)."""
+    """One device's result in the demo (accuracies in 0..1): the float network as trained and its
+    device-aware twin, each on the device."""
 
     device: str
-    network: str  # which float network was deployed
-    float_acc: float  # that float network
-    device_acc: float
-    agree: float  # same prediction as that float network
-    speed: float  # simulated sample-steps per second
-    dynamics_acc: float | None = None  # a float model of the device's own dynamics, when there is one
-    as_trained_acc: float | None = None  # the device running the network as trained (before fine-tuning)
-    output: Any = None  # device output spikes (B, T, N_out)
+    float_acc: float  # the float network as trained
+    as_trained_acc: float  # the device running the network as trained
+    aware_float_acc: float  # the device-aware float model
+    device_acc: float  # the device running the device-aware network (the deployed one)
+    agree: float  # same prediction, device-aware float model vs device
+    spikes_equal: dict[str, float]  # per spiking layer: fraction of spike values equal, aware float vs device
+    speed: float  # simulated sample-steps per second (the deployed network)
+    output: Any = None  # device output spikes of the deployed network (B, T, N_out)
+    latency: int = 0  # silent steps appended to every sample (the device's input-to-output latency)
 
 
-def _agreement(output: Any, float_pred: Any) -> float:
+#: Within this many points of the float model as trained counts as no loss (one test sample of the
+#: 450 is 0.22 points).
+NO_LOSS_POINTS = 0.5
+
+
+def _agreement(output: Any, reference: Any) -> float:
+    """Fraction of samples whose output spike counts (B, T, N) pick the same class in both runs."""
     import numpy as np
 
-    return float(np.mean(np.argmax(output.sum(axis=1), axis=-1) == float_pred))
+    def pred(out: Any) -> Any:
+        return np.argmax(np.asarray(out).sum(axis=1), axis=-1)
+
+    return float(np.mean(pred(output) == pred(reference)))
 
 
-def _one_spike_result(
-    console: Any,
-    title: str,
-    device: str,
-    trained_acc: float,
-    tuned_acc: float,
-    acc: dict,
-    agree: float,
-    output: Any,
-    timing: tuple[int, int, float],
-    dynamics_acc: float | None = None,
-) -> Deployment:
-    """Print the result table of a device that runs the one-spike fine-tuned network (SpiNNaker2,
-    Siracusa) and return its :class:`Deployment`; ``timing`` is ``(samples, steps, seconds)`` simulated."""
+def _spikes_equal(pairs: dict[str, tuple[Any, Any]]) -> dict[str, float]:
+    """``layer -> fraction of equal spike values`` of ``(float spikes, device spikes)`` pairs (B, T, N)."""
+    import numpy as np
+
+    return {k: float(np.mean(np.asarray(a) == np.asarray(b))) for k, (a, b) in pairs.items()}
+
+
+def _run_model(model: Any, spikes: str) -> Any:
+    """``run(x) -> (output, record)`` of a float model, keeping the record keys that end in ``spikes``."""
+    import numpy as np
+
+    def run(xb: Any) -> tuple[Any, dict]:
+        out, _, rec = model(np.asarray(xb, dtype=np.float32), record=True)
+        return out, {k: np.asarray(v) for k, v in rec.items() if k.endswith(spikes)}
+
+    return run
+
+
+def _aware_rows(dep: Deployment, epochs: int, timing: tuple[int, int, float]) -> list[tuple[str, str]]:
+    """The result-table rows every device shares (as trained, device-aware, agreement, speed)."""
     n_test, T, t_sim = timing
-    speed = n_test * T / t_sim
-    rows = [
-        ("float model accuracy (as trained, 31 spikes per step)", f"{trained_acc:.1%}"),
-        ("device accuracy, network as trained", f"{acc['as trained']:.1%}"),
-        ("float model accuracy (fine-tuned, 1 spike per step)", f"{tuned_acc:.1%}"),
+    equal = ", ".join(f"{k} {v:.1%}" for k, v in dep.spikes_equal.items())
+    late = f", +{dep.latency} silent step(s) per sample (latency)" if dep.latency else ""
+    return [
+        ("float model accuracy (as trained)", f"{dep.float_acc:.1%}"),
+        ("device accuracy, network as trained", f"{dep.as_trained_acc:.1%}"),
+        (f"device-aware float model accuracy ({epochs} epochs from the trained network)", f"{dep.aware_float_acc:.1%}"),
+        ("device accuracy, device-aware network (deployed)", f"{dep.device_acc:.1%}"),
+        ("device (device-aware) - float (as trained)", f"{(dep.device_acc - dep.float_acc) * 100:+.1f} points"),
+        ("same prediction, device-aware float vs device", f"{dep.agree:.1%} of samples"),
+        ("spikes equal, device-aware float vs device", equal),
+        ("simulator speed", f"{n_test * T / t_sim:,.0f} sample-steps/s ({n_test} samples x {T} steps{late})"),
     ]
-    if dynamics_acc is not None:
-        rows.append(("float model without synaptic current (the device's dynamics)", f"{dynamics_acc:.1%}"))
-    rows += [
-        ("device accuracy, fine-tuned network", f"{acc['fine-tuned']:.1%}"),
-        ("device - float (fine-tuned)", f"{(acc['fine-tuned'] - tuned_acc) * 100:+.1f} points"),
-        ("same prediction float vs device (fine-tuned)", f"{agree:.1%} of samples"),
-        ("simulator speed", f"{speed:,.0f} sample-steps/s ({n_test} samples x {T} steps in {t_sim:.2f} s)"),
-    ]
-    console.print(result_table(title, rows))
-    return Deployment(
-        device,
-        "1 spike/step",
-        tuned_acc,
-        acc["fine-tuned"],
-        agree,
-        speed,
-        dynamics_acc=dynamics_acc,
-        as_trained_acc=acc["as trained"],
-        output=output,
-    )
 
 
-def _spike_cap_row(acc: dict, floats: dict, trained: str, tuned: str) -> tuple[str, str, str, str]:
-    """The gap row comparing, on the device and in float, the network as trained (up to 31 spikes per
-    step) and the fine-tuned one (1); ``trained`` and ``tuned`` introduce the two comparisons."""
+def _spike_cap_row(as_trained_acc: float, float_acc: float, dep_acc: float) -> tuple[str, str, str, str]:
+    """The gap row of the one-spike devices: the network as trained (up to 31 spikes per step) against
+    the device-aware one (1)."""
     return (
         "spikes per neuron per step",
-        "31 hidden (as trained); 1 (fine-tuned)",
+        "31 hidden (as trained)",
         "1",
-        f"{trained}: device {acc['as trained']:.1%} vs float {floats['as trained'][1]:.1%}; {tuned}: "
-        f"device {acc['fine-tuned']:.1%} vs float {floats['fine-tuned'][1]:.1%}",
+        f"as trained: device {as_trained_acc:.1%} vs float {float_acc:.1%}; device-aware training "
+        f"(one spike per step in float too): device {dep_acc:.1%}",
     )
 
 
 # -- Xylo ----------------------------------------------------------------------------------------------
-def demo_xylo(
-    console: Any,
-    net: Any,
-    data: Any,
-    float_acc: float,
-    float_pred: Any,
-    float_rec: dict,
-    history: dict,
-    t_train: float,
-    cfg: dict,
-) -> tuple[Deployment, dict]:
-    """Check Xylo Audio 2 (violations), deploy to Xylo Audio 3, simulate and report.
+def demo_xylo(console: Any, trained: dict, data: Any, tune: Any, cfg: dict) -> tuple[Deployment, dict]:
+    """Check Xylo Audio 2 (violations), deploy the network as trained to Xylo Audio 3, train its
+    device-aware twin (``tune(model, lr)``), deploy that, simulate both and report.
 
-    Returns the deployment and what the plots need: ``config``, ``qspec``, ``chip_out``, ``chip_rec``,
-    ``name``.
+    ``trained`` holds the float network as trained: ``net``, ``acc``, ``rec`` (its float record on the
+    test split), ``history`` and ``seconds`` (training). Returns the deployment and what the plots need
+    (the run of the network as trained): ``config``, ``qspec``, ``chip_out``, ``chip_rec``, ``name``,
+    and ``aware_config``, the deployed configuration.
     """
     from pondlib.devices.xylo import XyloSim, mapper
     from pondlib.devices.xylo.limits import XYLO_AUDIO2, XYLO_AUDIO3
     from pondlib.devices.xylo.report import configure, float_vs_chip_gaps, quantization_summary, resource_usage
     from pondlib.training import accuracy
-    from pondlib.transform import channel_quantize
+    from pondlib.transform import channel_quantize, device_aware
 
+    net, float_acc, float_rec = trained["net"], trained["acc"], trained["rec"]
     console.rule("[bold]Xylo[/]")
     with stage(console, "Exporting the graph and checking Xylo Audio 2"):
         graph = net.as_graph()
@@ -151,56 +148,85 @@ def demo_xylo(
         config = configure(qspec, "pond demo (Xylo)")
         st["note"] = "configuration valid"
     with stage(console, "Compiling the bit-exact simulator"):
-        sim = XyloSim.from_config(config)
-        sim.evolve(data.x_test[:2])  # compiles (or loads) the kernels once
-        sim.reset_state()
+        XyloSim.from_config(config).evolve(data.x_test[:2])  # compiles (or loads) the kernels once
 
-    def run(xb: Any) -> tuple[Any, dict]:
-        sim.reset_state()
-        out, _, rec = sim.evolve(xb, record=True)
-        return out, rec
+    def runner(cfg_: Any) -> Any:
+        sim = XyloSim.from_config(cfg_)
 
-    chip_out, chip_rec, t_sim = run_in_chunks(console, f"simulating on {lim.name}", run, data.x_test, SIM_CHUNK)
+        def run(xb: Any) -> tuple[Any, dict]:
+            sim.reset_state()
+            out, _, rec = sim.evolve(xb, record=True)
+            return out, rec
+
+        return run
+
+    chip_out, chip_rec, _ = run_in_chunks(
+        console, f"simulating on {lim.name} (as trained)", runner(config), data.x_test, SIM_CHUNK
+    )
+    as_trained_acc = accuracy(chip_out, data.y_test)
+
+    console.print(
+        f"[bold]Device-aware training[/] for {lim.name} (bit-shift decays, spike caps, hop delays, "
+        f"per-channel int8 weights in the forward pass; {cfg['aware_epochs']} epochs from the trained network)"
+    )
+    hw = tune(device_aware(net, device="xylo", limits=lim), AWARE_LR["xylo"])
+    with stage(console, f"Mapping the device-aware network to {lim.name}, configuring"):
+        aware_config = configure(channel_quantize(mapper(hw, lim)), "pond demo (Xylo, device-aware)")
+    aware_out, aware_rec, _ = run_in_chunks(
+        console, "device-aware float model", _run_model(hw, "spikes"), data.x_test, SIM_CHUNK
+    )
+    dev_out, dev_rec, t_sim = run_in_chunks(
+        console, f"simulating on {lim.name} (device-aware)", runner(aware_config), data.x_test, SIM_CHUNK
+    )
     n_test, T = data.x_test.shape[:2]
-    chip_acc = accuracy(chip_out, data.y_test)
-    speed = n_test * T / t_sim
-    agree = _agreement(chip_out, float_pred)
+    dep = Deployment(
+        lim.name,
+        float_acc,
+        as_trained_acc,
+        accuracy(aware_out, data.y_test),
+        accuracy(dev_out, data.y_test),
+        _agreement(dev_out, aware_out),
+        _spikes_equal({"hidden": (aware_rec["0_XyloLIF/spikes"], dev_rec["Spikes"]), "output": (aware_out, dev_out)}),
+        n_test * T / t_sim,
+        output=dev_out,
+    )
 
     hidden = net.layers[1]
     gaps = float_vs_chip_gaps(qspec, lim, data.x_test, chip_rec, float_rec[_HIDDEN_SPIKES], hidden.tau_mem)
     caps = (float(hidden.max_spikes_per_dt), float(net.layers[3].max_spikes_per_dt))
-    console.print(resources_table(f"Resources on {lim.name}", resource_usage(qspec, lim, chip_rec)))
+    console.print(
+        resources_table(f"Resources on {lim.name} (network as trained)", resource_usage(qspec, lim, chip_rec))
+    )
     console.print(xylo_quantization_table(quantization_summary(qspec)))
     console.print(xylo_gaps_table("Xylo", gaps, caps))
-    console.print(
-        result_table(
-            f"Result on {lim.name} (test split)",
-            [
-                ("float model accuracy", f"{float_acc:.1%}"),
-                (f"device accuracy ({lim.name}, bit-exact simulation)", f"{chip_acc:.1%}"),
-                ("device - float", f"{(chip_acc - float_acc) * 100:+.1f} points"),
-                ("same prediction float vs device", f"{agree:.1%} of samples"),
-                ("final training accuracy / loss", f"{history['accuracy'][-1]:.1%} / {history['loss'][-1]:.3f}"),
-                ("training time", f"{t_train:.1f} s ({cfg['epochs']} epochs)"),
-                (
-                    "simulator speed",
-                    f"{speed:,.0f} sample-steps/s ({n_test} samples x {T} steps in {t_sim:.2f} s, "
-                    f"{cfg['hidden']} hidden neurons)",
-                ),
-            ],
-        )
-    )
-    dep = Deployment(lim.name, "as trained", float_acc, chip_acc, agree, speed, output=chip_out)
-    return dep, {"config": config, "qspec": qspec, "chip_out": chip_out, "chip_rec": chip_rec, "name": lim.name}
+    history = trained["history"]
+    rows = _aware_rows(dep, cfg["aware_epochs"], (n_test, T, t_sim))
+    rows[-1:-1] = [
+        ("final training accuracy / loss", f"{history['accuracy'][-1]:.1%} / {history['loss'][-1]:.3f}"),
+        ("training time", f"{trained['seconds']:.1f} s ({cfg['epochs']} epochs)"),
+    ]
+    console.print(result_table(f"Result on {lim.name} (test split, bit-exact simulation)", rows))
+    art = {
+        "config": config,
+        "qspec": qspec,
+        "chip_out": chip_out,
+        "chip_rec": chip_rec,
+        "name": lim.name,
+        "aware_config": aware_config,
+    }
+    return dep, art
 
 
 # -- SpiNNaker2 ----------------------------------------------------------------------------------------
-def demo_spinnaker2(console: Any, floats: dict, data: Any) -> Deployment:
-    """Deploy both float networks (``label -> (net, accuracy, predictions, record)``) to the SpiNNaker2
-    chip, simulate and report."""
+def demo_spinnaker2(console: Any, trained: dict, data: Any, tune: Any, cfg: dict) -> tuple[Deployment, Any]:
+    """Deploy the float network as trained to the SpiNNaker2 chip, train its device-aware twin
+    (``tune(model, lr, data)``; chip units, so the learning rate scales with the mapper's weight scale)
+    on samples lengthened by the chip's latency, export, deploy, simulate both and report.
+
+    Returns the deployment and the export (:class:`~pondlib.transform.SpiNNaker2Export`)."""
     import numpy as np
 
-    from pondlib.devices.spinnaker2 import SPINNAKER2_CHIP, SpiNNaker2Sim
+    from pondlib.devices.spinnaker2 import SPINNAKER2_CHIP, SpiNNaker2Sim, append_silence
     from pondlib.devices.spinnaker2.report import (
         configure,
         float_vs_chip_gaps,
@@ -209,67 +235,95 @@ def demo_spinnaker2(console: Any, floats: dict, data: Any) -> Deployment:
         resource_usage,
     )
     from pondlib.training import accuracy
+    from pondlib.transform import device_aware, export_spinnaker2
 
+    net, float_acc, float_rec = trained["net"], trained["acc"], trained["rec"]
     lim = SPINNAKER2_CHIP
     console.rule(f"[bold]{lim.name}[/]")
-    with stage(console, f"Mapping both networks to the {lim.name} (SNN path, {S2_DEMO_MODEL}), configuring") as st:
-        specs, configs, late = {}, {}, []
-        for label, (net, *_rest) in floats.items():
-            specs[label], warned = map_network(net, lim, S2_DEMO_MODEL)
-            configs[label] = configure(specs[label], "pond demo (SpiNNaker2)")
-            late += warned
-        spec4, _ = map_network(floats["fine-tuned"][0], lim, "lif_curr_exp")
-        spec = specs["fine-tuned"]
-        st["note"] = f"{spec.report.pes_used} PEs, configurations valid"
-    outs, recs, t_sim = {}, {}, 0.0
-    for label, config in configs.items():
-        sim = SpiNNaker2Sim.from_config(config)
+    with stage(console, f"Mapping the network as trained to the {lim.name} (SNN path, {S2_DEMO_MODEL})") as st:
+        spec, late = map_network(net, lim, S2_DEMO_MODEL)
+        config = configure(spec, "pond demo (SpiNNaker2)")
+        spec4, _ = map_network(net, lim, "lif_curr_exp")
+        latency = spec.latency_ticks
+        st["note"] = f"{spec.report.pes_used} PEs, configuration valid, {latency} ticks from input to output"
+    x_test = append_silence(data.x_test, latency)
 
-        def run(xb: Any, sim: Any = sim, record: bool = label == "fine-tuned") -> tuple[Any, dict]:
+    def runner(cfg_: Any, record: bool) -> Any:
+        sim = SpiNNaker2Sim.from_config(cfg_)
+
+        def run(xb: Any) -> tuple[Any, dict]:
             sim.reset_state()
             out, _, rec = sim.evolve(xb, record=record)
-            return out, {k: v for k, v in rec.items() if k.endswith((".spikes", ".v"))}
+            return out, {k: v for k, v in rec.items() if k.endswith(".spikes")}
 
-        outs[label], recs[label], seconds = run_in_chunks(
-            console, f"simulating on SpiNNaker2 ({label})", run, data.x_test, SIM_CHUNK
-        )
-        if label == "fine-tuned":
-            t_sim = seconds
-    n_test, T = data.x_test.shape[:2]
-    acc = {k: accuracy(v, data.y_test) for k, v in outs.items()}
-    _, tuned_acc, tuned_pred, tuned_rec = floats["fine-tuned"]
-    trained_acc, trained_rec = floats["as trained"][1], floats["as trained"][3]
-    rec = recs["fine-tuned"]
-    agree = _agreement(outs["fine-tuned"], tuned_pred)
+        return run
 
-    console.print(resources_table(f"Resources on the {lim.name} ({spec.neuron_model})", resource_usage(spec, lim, rec)))
-    console.print(spinnaker2_quantization_table(quantization_summary(spec), quantization_summary(spec4)))
-    notes(console, list(spec.report.notes) + late, "mapper note")
-    peak = float(np.asarray(trained_rec[_HIDDEN_SPIKES]).max())
-    gaps = float_vs_chip_gaps(spec, data.x_test, rec, tuned_rec[_HIDDEN_SPIKES])
-    trained = f"as trained, hidden neurons fire up to {peak:.0f} per step"
-    first = [_spike_cap_row(acc, floats, trained, "fine-tuned with one spike per step")]
-    console.print(spinnaker2_gaps_table(lim.name, gaps, first, activity_note="fine-tuned network"))
-    return _one_spike_result(
-        console,
-        f"Result on the {lim.name} (test split)",
-        lim.name,
-        trained_acc,
-        tuned_acc,
-        acc,
-        agree,
-        outs["fine-tuned"],
-        (n_test, T, t_sim),
+    chip_out, chip_rec, _ = run_in_chunks(
+        console, "simulating on SpiNNaker2 (as trained)", runner(config, True), x_test, SIM_CHUNK
     )
+    as_trained_acc = accuracy(chip_out, data.y_test)
+
+    console.print(
+        f"[bold]Device-aware training[/] for the {lim.name} (synapse-word weights, integer synaptic input, "
+        f"float32 neuron update in the chip's order, one spike per tick, one tick per hop; "
+        f"{cfg['aware_epochs']} epochs from the trained network, samples + {latency} silent ticks)"
+    )
+    aware = device_aware(net, device="spinnaker2", neuron_model=S2_DEMO_MODEL, limits=lim)
+    scale = float(np.exp(np.mean([np.log(m.export_scale) for m in aware.layers])))
+    aware = tune(aware, AWARE_LR["spinnaker2"] * scale, data.with_silence(latency))
+    with stage(console, f"Exporting the device-aware network, mapping to the {lim.name}, configuring"):
+        exp = export_spinnaker2(aware, lim)
+        aware_config = configure(exp.spec, "pond demo (SpiNNaker2, device-aware)")
+    aware_out, aware_rec, _ = run_in_chunks(
+        console, "device-aware float model", _run_model(aware, "spikes"), x_test, SIM_CHUNK
+    )
+    dev_out, dev_rec, t_sim = run_in_chunks(
+        console, "simulating on SpiNNaker2 (device-aware)", runner(aware_config, True), x_test, SIM_CHUNK
+    )
+    n_test, T = x_test.shape[:2]
+    pops = [p.name for p in exp.spec.populations]
+    dep = Deployment(
+        lim.name,
+        float_acc,
+        as_trained_acc,
+        accuracy(aware_out, data.y_test),
+        accuracy(dev_out, data.y_test),
+        _agreement(dev_out, aware_out),
+        _spikes_equal(
+            {
+                ("hidden" if i < len(pops) - 1 else "output"): (
+                    aware_rec[f"{i}_SpiNNaker2LIF/spikes"],
+                    dev_rec[f"{p}.spikes"],
+                )
+                for i, p in enumerate(pops)
+            }
+        ),
+        n_test * T / t_sim,
+        output=dev_out,
+        latency=latency,
+    )
+
+    console.print(
+        resources_table(f"Resources on the {lim.name} ({spec.neuron_model})", resource_usage(spec, lim, chip_rec))
+    )
+    console.print(spinnaker2_quantization_table(quantization_summary(spec), quantization_summary(spec4)))
+    notes(console, list(spec.report.notes) + list(late), "mapper note")
+    gaps = float_vs_chip_gaps(spec, x_test, chip_rec, float_rec[_HIDDEN_SPIKES])
+    first = [_spike_cap_row(as_trained_acc, float_acc, dep.device_acc)]
+    console.print(spinnaker2_gaps_table(lim.name, gaps, first, activity_note="network as trained"))
+    rows = _aware_rows(dep, cfg["aware_epochs"], (n_test, T, t_sim))
+    console.print(result_table(f"Result on the {lim.name} (test split, bit-exact simulation)", rows))
+    return dep, exp
 
 
 # -- Siracusa ------------------------------------------------------------------------------------------
-def demo_siracusa(console: Any, floats: dict, data: Any) -> Deployment:
-    """Deploy both float networks (``label -> (net, accuracy, predictions, record)``) to Siracusa without
-    the synaptic current, calibrated on the training split; simulate and report."""
+def demo_siracusa(console: Any, trained: dict, data: Any, tune: Any, cfg: dict) -> Deployment:
+    """Deploy the float network as trained to Siracusa without the synaptic current, calibrated on the
+    training split; train its device-aware twin (``tune(model, lr)``: the integer LIF built from
+    RequantShift, int8 weights and activations), export, deploy, simulate both and report."""
     import numpy as np
 
-    from pondlib.devices.siracusa import SIRACUSA, SiracusaSim, float_forward, quantize_input
+    from pondlib.devices.siracusa import SIRACUSA, SiracusaSim, float_forward, mapper, quantize_input
     from pondlib.devices.siracusa.report import (
         configure,
         float_vs_chip_gaps,
@@ -278,70 +332,93 @@ def demo_siracusa(console: Any, floats: dict, data: Any) -> Deployment:
         resource_usage,
     )
     from pondlib.training import accuracy
+    from pondlib.transform import device_aware
+    from pondlib.transform.siracusa_aware import export
 
+    net, float_acc, float_rec = trained["net"], trained["acc"], trained["rec"]
     lim = SIRACUSA
     console.rule(f"[bold]{lim.name}[/]")
     calib = data.x_train.astype(np.float64)
     with stage(
         console,
-        f"Mapping both networks to {lim.name} (int8 GEMM + 16-bit integer LIF without "
+        f"Mapping the network as trained to {lim.name} (int8 GEMM + 16-bit integer LIF without "
         "synaptic current), calibrating on the training split",
     ) as st:
-        specs, dyn_acc = {}, {}
-        for label, (net, *_rest) in floats.items():
-            layers, specs[label] = map_network(net, lim, calib, drop_synapse=True)
-            configure(specs[label], "pond demo (Siracusa)")
-            dyn_acc[label] = accuracy(float_forward(layers, data.x_test)[0][-1], data.y_test)
-        st["note"] = "configurations valid; float model without synaptic current: " + ", ".join(
-            f"{k} {v:.1%}" for k, v in dyn_acc.items()
-        )
-    outs, rec_tuned, t_sim = {}, {}, 0.0
-    for label, spec in specs.items():
-        sim = SiracusaSim(spec.config)
-        x_int = quantize_input(data.x_test, spec.config)
+        layers, spec = map_network(net, lim, calib, drop_synapse=True)
+        configure(spec, "pond demo (Siracusa)")
+        dyn_acc = accuracy(float_forward(layers, data.x_test)[0][-1], data.y_test)
+        st["note"] = f"configuration valid; float model without synaptic current: {dyn_acc:.1%}"
 
-        def run(xb: Any, sim: Any = sim, record: bool = label == "fine-tuned") -> tuple[Any, dict]:
+    def runner(config: Any) -> Any:
+        sim = SiracusaSim(config)
+
+        def run(xb: Any) -> tuple[Any, dict]:
             sim.reset_state()
-            out, _, rec = sim.evolve(xb, record=record)
-            return out, {k: v for k, v in rec.items() if k.endswith(("/spikes", "/v"))}
+            out, _, rec = sim.evolve(quantize_input(xb, config), record=True)
+            return out, {k: v for k, v in rec.items() if k.endswith("/spikes")}
 
-        outs[label], rec, seconds = run_in_chunks(console, f"simulating on Siracusa ({label})", run, x_int, SIM_CHUNK)
-        if label == "fine-tuned":
-            t_sim, rec_tuned = seconds, rec
+        return run
+
+    chip_out, chip_rec, _ = run_in_chunks(
+        console, "simulating on Siracusa (as trained)", runner(spec.config), data.x_test, SIM_CHUNK
+    )
+    as_trained_acc = accuracy(chip_out, data.y_test)
+
+    console.print(
+        f"[bold]Device-aware training[/] for {lim.name} (int8 weights and activations, the integer LIF "
+        f"with its requantization shifts and 16-bit state, one spike per step, no synaptic current; "
+        f"{cfg['aware_epochs']} epochs from the trained network)"
+    )
+    aware = tune(device_aware(net, device="siracusa", calibration=calib, limits=lim), AWARE_LR["siracusa"])
+    with stage(console, f"Exporting the device-aware network, mapping to {lim.name}, configuring"):
+        aware_layers, kwargs = export(aware, lim)
+        aware_spec = mapper(aware_layers, lim, **kwargs)
+        configure(aware_spec, "pond demo (Siracusa, device-aware)")
+    aware_out, aware_rec, _ = run_in_chunks(
+        console, "device-aware float model", _run_model(aware, "spikes"), data.x_test, SIM_CHUNK
+    )
+    dev_out, dev_rec, t_sim = run_in_chunks(
+        console, "simulating on Siracusa (device-aware)", runner(aware_spec.config), data.x_test, SIM_CHUNK
+    )
     n_test, T = data.x_test.shape[:2]
-    acc = {k: accuracy(v, data.y_test) for k, v in outs.items()}
-    net1, tuned_acc, tuned_pred, tuned_rec = floats["fine-tuned"]
-    trained_acc = floats["as trained"][1]
-    spec = specs["fine-tuned"]
-    agree = _agreement(outs["fine-tuned"], tuned_pred)
+    dep = Deployment(
+        lim.name,
+        float_acc,
+        as_trained_acc,
+        accuracy(aware_out, data.y_test),
+        accuracy(dev_out, data.y_test),
+        _agreement(dev_out, aware_out),
+        _spikes_equal(
+            {
+                ("hidden" if i < aware.n_layers - 1 else "output"): (
+                    aware_rec[f"lif{i}/spikes"],
+                    dev_rec[f"lif{i}/spikes"],
+                )
+                for i in range(aware.n_layers)
+            }
+        ),
+        n_test * T / t_sim,
+        output=dev_out,
+    )
 
     console.print(resources_table(f"Resources on {lim.name} (per step of one sample)", resource_usage(spec, lim)))
     console.print(siracusa_quantization_table(quantization_summary(spec)))
-    lif = net1.layers[1]
-    gaps = float_vs_chip_gaps(spec, rec_tuned, tuned_rec[_HIDDEN_SPIKES], lif.tau_mem, lif.dt)
+    lif = net.layers[1]
+    gaps = float_vs_chip_gaps(spec, chip_rec, float_rec[_HIDDEN_SPIKES], lif.tau_mem, lif.dt)
     tau_syn = float(np.asarray(lif.tau_syn).ravel()[0])
     first = [
         (
             "synaptic current",
             f"I = beta (I + x), tau_syn = {tau_syn * 1e3:.2f} ms",
             "none: v = alpha v + I (membrane only)",
-            f"dropped (drop_synapse=True): the float model without it scores {dyn_acc['fine-tuned']:.1%} "
-            f"(fine-tuned; {dyn_acc['as trained']:.1%} as trained) against {tuned_acc:.1%} with it",
+            f"dropped (drop_synapse=True): the float model without it scores {dyn_acc:.1%} against "
+            f"{float_acc:.1%} with it; the device-aware model trains without it",
         ),
-        _spike_cap_row(acc, floats, "as trained", "fine-tuned"),
+        _spike_cap_row(as_trained_acc, float_acc, dep.device_acc),
     ]
     console.print(
-        siracusa_gaps_table(lim.name, gaps, first, calibration="the training split", activity_note="fine-tuned network")
+        siracusa_gaps_table(lim.name, gaps, first, calibration="the training split", activity_note="network as trained")
     )
-    return _one_spike_result(
-        console,
-        f"Result on {lim.name} (test split)",
-        lim.name,
-        trained_acc,
-        tuned_acc,
-        acc,
-        agree,
-        outs["fine-tuned"],
-        (n_test, T, t_sim),
-        dynamics_acc=dyn_acc["fine-tuned"],
-    )
+    rows = _aware_rows(dep, cfg["aware_epochs"], (n_test, T, t_sim))
+    console.print(result_table(f"Result on {lim.name} (test split, bit-exact simulation)", rows))
+    return dep

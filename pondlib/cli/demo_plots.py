@@ -22,14 +22,13 @@ def save_plots(
     xylo: dict,
     float_out: Any,
     float_rec: dict,
-    tuned_out: Any,
     history: dict,
     deployments: Sequence[Deployment],
 ) -> list[Path]:
     """Save the demo's plots of test sample 0 and of the accuracies to ``out_dir``; return their paths.
 
     ``xylo`` holds the Xylo run (``qspec``, ``chip_out``, ``chip_rec``, ``name``); ``float_rec`` is the
-    float record of the network as trained and ``tuned_out`` the output of the fine-tuned one.
+    float record of the network as trained; each deployment's ``output`` is its device-aware network's.
     """
     import numpy as np
 
@@ -120,43 +119,32 @@ def save_plots(
         counts = np.asarray(out).sum(axis=0)
         return f"predicts {int(counts.argmax())}" if counts.any() else "silent"
 
-    to = np.asarray(tuned_out[i])
-    panels = {
-        f"float, as trained: {pred(fo)}": fo,
-        f"{deployments[0].device}: {pred(deployments[0].output[i])}": deployments[0].output[i],
-        f"float, 1 spike/step: {pred(to)}": to,
-    }
-    for d in deployments[1:]:
-        panels[f"{d.device}: {pred(d.output[i])}"] = d.output[i]
+    panels = {f"float, as trained: {pred(fo)}": fo}
+    for d in deployments:
+        panels[f"{d.device}, device-aware: {pred(d.output[i])}"] = d.output[i]
     save(
         plot.rasters(
             panels,
             dt=DT,
             ylabel="output neuron (class)",
-            title=f"output spikes of test sample 0 (digit {label}): float models and devices "
-            "(Xylo: +1 step hidden -> output; SpiNNaker2: +1 tick per hop)",
+            title=f"output spikes of test sample 0 (digit {label}): float model and device-aware deployments "
+            "(Xylo: +1 step hidden -> output; SpiNNaker2: +1 tick per hop, silent ticks appended)",
         ),
         "output_by_device.png",
     )
     results = {}
     for d in deployments:
-        bars = {"float model (deployed)": d.float_acc}
-        if d.dynamics_acc is not None:
-            bars["float, device dynamics"] = d.dynamics_acc
-        if d.as_trained_acc is not None:
-            bars["device, network as trained"] = d.as_trained_acc
-        bars["device (deployed)"] = d.device_acc
-        results[f"{d.device}\n({d.network})"] = bars
+        results[d.device] = {
+            "float, as trained": d.float_acc,
+            "device, as trained": d.as_trained_acc,
+            "device-aware float": d.aware_float_acc,
+            "device, device-aware": d.device_acc,
+        }
     save(
         plot.accuracy_bars(
             results,
             chance=1.0 / data.n_classes,
-            order=[
-                "float model (deployed)",
-                "float, device dynamics",
-                "device (deployed)",
-                "device, network as trained",
-            ],
+            order=["float, as trained", "device, as trained", "device-aware float", "device, device-aware"],
             title=f"digits test accuracy, float vs device ({len(data.y_test)} samples)",
         ),
         "accuracy_by_device.png",

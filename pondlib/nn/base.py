@@ -424,6 +424,18 @@ def check_output(y: Any, state: Any, where: str) -> None:
                 )
 
 
+#: The batch splitter of plain calls, registered by :mod:`pondlib.nn.parallel` (which imports this
+#: module, so the registration keeps the import one-way): ``splitter(module, x, state, record)`` returns
+#: the result of the call with the batch split over every device, or None to run on one device here.
+_BATCH_SPLITTER: list[Any] = []
+
+
+def register_batch_splitter(splitter: Any) -> None:
+    """Make ``splitter`` the batch splitter of plain calls on concrete batched input (see
+    :func:`evolve_time_major`); :mod:`pondlib.nn.parallel` registers its own when imported."""
+    _BATCH_SPLITTER[:] = [splitter]
+
+
 def evolve_time_major(module: Any, x: Any, state: Any = None, record: bool = False):
     """Run ``module`` on batch-major input, converting to and from time-major once.
 
@@ -436,11 +448,19 @@ def evolve_time_major(module: Any, x: Any, state: Any = None, record: bool = Fal
     Returns:
         ``(output, new_state, record_dict)`` with output (T, N_out) or (B, T, N_out) and record arrays
         (T, ...) or (B, T, ...).
+
+    A concrete (not traced) batch is split over every JAX device when there are several (at least one
+    sample each; :func:`pondlib.nn.parallel.sharded_call`, per-sample identical results); inside
+    :func:`pondlib.nn.parallel.single_device` or under ``jax.jit`` the call runs on one device.
     """
     where = type(module).__name__
     record = check_bool(record, "record", where=where, error=SimulationError)
     x = check_input(x, module.size_in, where)
     batched = x.ndim == 3
+    if batched and _BATCH_SPLITTER and not is_traced(x):
+        result = _BATCH_SPLITTER[0](module, x, state, record)
+        if result is not None:
+            return result
     batch_shape = (x.shape[0],) if batched else ()
     # check_state rebuilds the state with the structure and dtypes of init_state: evolve_tm can trust it
     state = module.init_state(batch_shape) if state is None else check_state(module, state, batch_shape, where)

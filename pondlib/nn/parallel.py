@@ -54,6 +54,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from pondlib.errors import PondError
+from pondlib.nn.base import register_batch_splitter
 from pondlib.validate import check_bool, check_int
 
 __all__ = [
@@ -382,3 +383,17 @@ def sharded_call(net: Any, x: Any, state: Any = None, record: bool = False, *, d
     if out.is_fully_addressable:
         check_output(out, new_state, where)
     return out, new_state, rec
+
+
+def _split_plain_call(module: Any, x: jax.Array, state: Any, record: bool) -> tuple | None:
+    """The batch splitter of plain calls (:func:`pondlib.nn.base.register_batch_splitter`): every device
+    when there are several, automatic mode is on and each gets at least one sample; else None."""
+    if not auto_enabled():
+        return None
+    devs = jax.devices()
+    if len(devs) < 2 or x.shape[0] < len(devs):
+        return None
+    return sharded_call(module, x, state, record)
+
+
+register_batch_splitter(_split_plain_call)

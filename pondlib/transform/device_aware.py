@@ -16,6 +16,12 @@ the mapper's ``state_scale=`` to the model's, which starts from the mapper's own
 Each returns a new trainable module (the input network is not modified) that :func:`pondlib.training.fit`
 trains unchanged; ``options`` are passed through to the device's transform.
 
+SpiNNaker2 passes spikes on one tick per hop (plus synapse delays), so the output of the last input steps
+arrives after the input ends: train the twin on ``data.with_silence(spec.latency_ticks)``
+(:meth:`pondlib.datasets.EventDataset.with_silence`) and run the chip on
+``append_silence(x, spec.latency_ticks)`` (``spec`` the mapping of ``net``), as ``pond demo`` does. On the
+digits (``benchmarks/digits_devices.py``) this is worth about a point on SpiNNaker2.
+
 Example:
     >>> import jax
     >>> from pondlib import nn

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pondlib.devices.core.inputs import integer_input
+from pondlib.devices.core.inputs import append_silence, integer_input
 from pondlib.devices.core.intmath import int_range, sat, wrap
 from pondlib.devices.core.lookup import as_graph, resolve_limits
 from pondlib.devices.core.numerics import relative_error
@@ -263,3 +263,36 @@ def test_relative_error_refuses_non_finite_or_mismatched_operands(bad):
 
     assert_pond_error(relative_error, bad, np.ones(3), error=QuantizationError)
     assert_pond_error(relative_error, np.ones(3), bad, error=QuantizationError)
+
+
+# -- append_silence ------------------------------------------------------------------------------------
+@FEW
+@given(st.integers(1, 5), st.integers(1, 4), st.integers(0, 3), st.booleans())
+def test_append_silence_keeps_the_input_and_appends_zeros(T, n, ticks, batched):
+    x = np.arange(T * n, dtype=np.int32).reshape(T, n) + 1
+    if batched:
+        x = np.stack([x, 2 * x])
+    y = append_silence(x, ticks)
+    assert y.dtype == x.dtype and y.shape[-2] == T + ticks and y.shape[-1] == n
+    np.testing.assert_array_equal(y[..., :T, :], x)
+    assert not y[..., T:, :].any()
+
+
+@FEW
+@given(
+    st.one_of(
+        bad_types(),
+        ragged_lists(),
+        st.just(np.zeros(3)),
+        st.just(np.zeros((1, 2, 3, 4))),
+        st.just(np.zeros((2, 3), complex)),
+        st.just(np.array([["a", "b"]])),
+    )
+)
+def test_append_silence_refuses_what_is_not_an_input(x):
+    assert_pond_error(append_silence, x, 1, error=SimulationError, match="x")
+
+
+@pytest.mark.parametrize("ticks", [-1, 1.5, "2", None, True])
+def test_append_silence_refuses_bad_tick_counts(ticks):
+    assert_pond_error(append_silence, np.zeros((2, 3)), ticks, error=SimulationError, match="ticks")

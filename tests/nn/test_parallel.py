@@ -68,6 +68,12 @@ def _worker(path: str) -> None:
     net, x, y = _problem()
     out, _, _ = parallel.sharded_call(net, x)
     res["sharded_spec"] = np.asarray(len(out.sharding.device_set) == 2)
+    # a plain call on a batch splits it over both devices too, with the same numbers
+    plain, _, plain_rec = net(x, record=True)
+    res["plain_out"], res["plain_vmem"] = np.asarray(plain), np.asarray(plain_rec["3_LIF/vmem"])
+    res["plain_split"] = np.asarray(len(plain.sharding.device_set) == 2)
+    with parallel.single_device():
+        res["plain_single"] = np.asarray(len(net(x)[0].sharding.device_set) == 1)
     res["auto_devices"] = np.asarray(len(parallel.devices()))
     with parallel.single_device():
         res["single_devices"] = np.asarray(len(parallel.devices()))
@@ -110,6 +116,10 @@ def test_two_device_inference_identical(two_devices, one_device):
     assert one_device["out"].shape == (21, 20, 3) and one_device["out"].sum() > 0  # the net does spike
     for k in ("out", "vmem", "state", "pred", "acc"):
         np.testing.assert_array_equal(two_devices[k], one_device[k], err_msg=k)
+    # plain calls: split automatically (off inside single_device), the same numbers
+    assert bool(two_devices["plain_split"]) and bool(two_devices["plain_single"])
+    np.testing.assert_array_equal(two_devices["plain_out"], one_device["out"])
+    np.testing.assert_array_equal(two_devices["plain_vmem"], one_device["vmem"])
 
 
 def test_two_device_training_equal(two_devices, one_device):

@@ -3,9 +3,20 @@
 A device package (``pondlib.devices.<name>``) imports from here and never from a sibling device.
 """
 
+from pondlib.devices.core.inputs import append_silence
 from pondlib.devices.core.intmath import sat, wrap
 from pondlib.devices.core.lookup import as_graph, resolve_limits
 from pondlib.devices.core.rules import Rule, check_rules, raise_violations
 from pondlib.errors import Violation
 
-__all__ = ["Rule", "Violation", "check_rules", "raise_violations", "sat", "wrap", "as_graph", "resolve_limits"]
+__all__ = [
+    "Rule",
+    "Violation",
+    "check_rules",
+    "raise_violations",
+    "sat",
+    "wrap",
+    "as_graph",
+    "resolve_limits",
+    "append_silence",
+]

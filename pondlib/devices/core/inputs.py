@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from pondlib.errors import SimulationError
+from pondlib.validate import check_int
 
-__all__ = ["integer_input"]
+__all__ = ["integer_input", "append_silence"]
 
 
 def _shape_text(ranks: tuple[int, ...], n_in: int) -> str:
@@ -124,3 +125,41 @@ def integer_input(
             limit = f"<= {hi_eff}" + ("" if hi is not None else " (int64)")
         raise SimulationError("input out of range", value=val, limit=limit, where=loc, fix=fix)
     return arr.astype(np.int64)
+
+
+def append_silence(x: Any, ticks: int) -> np.ndarray:
+    r"""Input ``x`` (T, N) or (B, T, N) followed by ``ticks`` steps without events: (T + ticks, N) or
+    (B, T + ticks, N), same dtype.
+
+    A chip whose layers pass spikes on one tick late (SpiNNaker2: one tick per hop, plus synapse
+    delays; ``Specification.latency_ticks``) answers the last input step that many ticks later; run
+    it on ``append_silence(x, latency)`` so that every output the input causes is counted:
+    :math:`x'[t] = x[t]` for :math:`t < T`, :math:`x'[t] = 0` for :math:`T \le t < T + ticks`.
+
+    Example:
+        >>> append_silence(np.ones((2, 3), np.int32), 2).tolist()
+        [[1, 1, 1], [1, 1, 1], [0, 0, 0], [0, 0, 0]]
+        >>> append_silence(np.ones((4, 5, 3)), 1).shape
+        (4, 6, 3)
+
+    Raises:
+        SimulationError: ``x`` not a real numeric array of rank 2 or 3, or ``ticks`` not an integer >= 0.
+    """
+    where = "append_silence"
+    ticks = check_int(ticks, "ticks", where=where, error=SimulationError, lo=0, hi=1 << 24)
+    try:
+        arr = None if isinstance(x, (str, bytes)) else np.asarray(x)
+    except (ValueError, TypeError):  # ragged nesting
+        arr = None
+    bad_dtype = arr is None or not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating)
+    if bad_dtype or arr.ndim not in (2, 3):
+        raise SimulationError(
+            "x",
+            value=type(x).__name__ if arr is None else f"shape {arr.shape}, dtype {arr.dtype}",
+            limit="a numeric array (T, N) or (B, T, N)",
+            where=where,
+            fix="pass the input events, time on the axis before the last",
+        )
+    pad = [(0, 0)] * arr.ndim
+    pad[-2] = (0, ticks)
+    return np.pad(arr, pad)

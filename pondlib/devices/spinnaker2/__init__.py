@@ -22,6 +22,7 @@ configuration), ``sim`` (both simulators), ``report`` (resources, quantization a
 timing model calibrated on the paper).
 """
 
+from pondlib.devices.core.inputs import append_silence
 from pondlib.devices.spinnaker2.config import (
     PEConfig,
     PopulationConfig,
@@ -127,6 +128,7 @@ __all__ = [
     "f32_fma",
     "mla_layer",
     "run_dram_image",
+    "append_silence",
     "parse_image",
     "read_times",
     "MLP",

@@ -262,6 +262,23 @@ class Specification:
     limits_name: str = "SpiNNaker2 chip"
     report: MappingReport = MappingReport()
 
+    @property
+    def latency_ticks(self) -> int:
+        r"""Ticks from an input spike to the earliest output spike it can cause: the longest feed-forward
+        path from the input to the output population, each projection counting one tick for the hop
+        plus its largest synapse delay, :math:`\sum_{hops} (1 + \max d)`.
+
+        The output of the last ``latency_ticks`` input steps arrives after the input ends: run the chip on
+        ``append_silence(x, spec.latency_ticks)`` (:func:`pondlib.devices.core.append_silence`) to count
+        it. Recurrent projections (a population onto itself) do not lengthen the path.
+        """
+        depth = {"input": 0}
+        for p in self.projections:  # mapping order is topological for feed-forward projections
+            if p.pre != p.post and p.pre in depth:
+                d = 1 + (int(np.max(p.delays)) if np.size(p.delays) else 0)
+                depth[p.post] = max(depth.get(p.post, 0), depth[p.pre] + d)
+        return depth.get(self.output, 0)
+
     def projections_into(self, population: str) -> list[ProjectionSpec]:
         """The projections whose target is ``population``, in mapping order."""
         return [p for p in self.projections if p.post == population]

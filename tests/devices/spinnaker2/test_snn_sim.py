@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pondlib import nn
+from pondlib.devices.core.inputs import append_silence
 from pondlib.devices.spinnaker2.config import config_from_specification
 from pondlib.devices.spinnaker2.mapper import mapper
 from pondlib.devices.spinnaker2.sim import LIFParams, LIFState, SpiNNaker2Sim, lif_step
@@ -162,3 +163,31 @@ def test_bad_input_is_refused(x, match):
     net, kw = _one(1.0)
     with pytest.raises(SimulationError, match=match):
         _sim(net, **kw).evolve(x)
+
+
+@pytest.mark.parametrize(
+    "model, delays, latency",
+    [
+        ("lif_curr_exp_no_delay", None, 2),  # one tick per hop
+        ("lif_curr_exp", {"0_Linear": 1, "2_Linear": 3}, 6),  # (1 + 1) + (1 + 3)
+    ],
+)
+def test_latency_ticks_is_when_the_first_output_spike_arrives(model, delays, latency):
+    """Hand-derived: a strong chain answers an input spike at tick 0 exactly ``latency_ticks`` later,
+    so ``append_silence(x, latency_ticks)`` is the shortest run that counts it."""
+    net = nn.Sequential(
+        nn.Linear(3, 3, weight=5 * np.eye(3)),
+        nn.LIF(3, tau_syn=2e-3),
+        nn.Linear(3, 3, weight=5 * np.eye(3)),
+        nn.LIF(3, tau_syn=2e-3),
+    )
+    d = None if delays is None else {k: np.full((3, 3), v) for k, v in delays.items()}
+    spec = mapper(net, neuron_model=model, delays=d)
+    assert spec.latency_ticks == latency
+    x = np.zeros((1, 3))
+    x[0, 0] = 1
+    config, ok, _ = config_from_specification(spec)
+    assert ok
+    out = SpiNNaker2Sim.from_config(config).evolve(append_silence(x, latency))[0]
+    assert out.shape == (latency + 1, 3)
+    assert np.flatnonzero(out[:, 0]).tolist() == [latency] and not out[:, 1:].any()
