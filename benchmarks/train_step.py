@@ -102,8 +102,8 @@ def _pondlib_step(net) -> tuple[Callable, tuple]:
 def build_pondlib_xylo_aware(x, y) -> tuple[Callable, tuple]:
     """pondlib's hardware-aware twin of the same network for Xylo (spike caps, bit-shift decay with
     learned dashes, one-step hop delay, int8 channel fake-quantization, straight-through gradients).
-    It runs autodiff through its time loop (no hand-derived adjoint): its cost relative to the plain
-    model is what this row reports."""
+    Its time loop has its own hand-derived adjoint (:mod:`pondlib.nn.xylo_adjoint`); its cost relative
+    to the plain model is what this row reports."""
     from pondlib.transform import xylo_aware
 
     _, (net, _) = build_pondlib(x, y)
