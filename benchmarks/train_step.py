@@ -23,6 +23,11 @@ all timed steps, as steps per second.
 Usage::
 
     python benchmarks/train_step.py [--rounds 5] [--steps 10] [--only pondlib,spyx] [--busy] [--json PATH]
+                                    [--host-devices 2]
+
+``--host-devices N`` gives the process N JAX CPU devices; the ``pondlib-split`` row then trains the
+plain network data-parallel over all of them (``make_train_step`` with the mesh), the other rows run on
+one device as usual.
 
 ``--busy`` repeats the timing with one spinning process (a ``multiprocessing`` busy loop on the other
 core, started and stopped by the script; ``Busy`` of ``benchmarks/inference.py``) and reports each
@@ -110,6 +115,31 @@ def build_pondlib_xylo_aware(x, y) -> tuple[Callable, tuple]:
     return _pondlib_step(xylo_aware(net, "audio3", quantize="channel"))
 
 
+def build_pondlib_split(x, y) -> tuple[Callable, tuple]:
+    """The plain pondlib network trained data-parallel over every JAX device (``--host-devices``):
+    ``pondlib.training.make_train_step`` with the mesh (the batch split, parameters and Adam state
+    replicated, one gradient all-reduce), the same loss; the batch is placed inside each timed step."""
+    import equinox as eqx
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from pondlib.nn import parallel
+    from pondlib.training import make_train_step
+
+    _, (net, _) = build_pondlib(x, y)
+    mesh = parallel.data_mesh()
+    params, static = eqx.partition(net, eqx.is_inexact_array)
+    opt = optax.adam(LR)
+    inner = make_train_step(static, lambda out, rec, labels: _xent(out.sum(1), labels), opt, mesh)
+    batch = NamedSharding(mesh, PartitionSpec(parallel.AXIS))
+
+    def step(carry, x, y):
+        params, opt_state = carry
+        params, opt_state, value, _ = inner(params, opt_state, jax.device_put(x, batch), jax.device_put(y, batch))
+        return (params, opt_state), value
+
+    return step, parallel.replicate((params, opt.init(params)), mesh)
+
+
 def build_rockpool(x, y) -> tuple[Callable, tuple]:
     import warnings
 
@@ -183,10 +213,17 @@ def build_spyx(x, y) -> tuple[Callable, tuple]:
 FRAMEWORKS = {
     "pondlib": build_pondlib,
     "pondlib-xylo-aware": build_pondlib_xylo_aware,
+    "pondlib-split": build_pondlib_split,
     "rockpool": build_rockpool,
     "spyx": build_spyx,
 }
-IMPORTS = {"pondlib": "pondlib", "pondlib-xylo-aware": "pondlib", "rockpool": "rockpool", "spyx": "spyx"}
+IMPORTS = {
+    "pondlib": "pondlib",
+    "pondlib-xylo-aware": "pondlib",
+    "pondlib-split": "pondlib",
+    "rockpool": "rockpool",
+    "spyx": "spyx",
+}
 
 
 def _version(module: str) -> str | None:
@@ -300,11 +337,19 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--only", default=",".join(FRAMEWORKS), help="comma-separated frameworks to run")
     ap.add_argument("--busy", action="store_true", help="also time with one spinning process")
     ap.add_argument("--json", default=str(RESULTS), help="where to write the results ('' for nowhere)")
+    ap.add_argument(
+        "--host-devices",
+        type=int,
+        default=1,
+        help="JAX CPU devices of this process (jax_num_cpu_devices; the pondlib-split row uses them all)",
+    )
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in FRAMEWORKS]
     if unknown:
         ap.error(f"unknown framework(s) {unknown}; choose from {list(FRAMEWORKS)}")
+    if args.host_devices > 1:
+        jax.config.update("jax_num_cpu_devices", args.host_devices)  # before the first computation
     results = run(names, args.rounds, args.steps)
     plain = results.get("pondlib", {}).get("median_ms")
     aware = results.get("pondlib-xylo-aware", {}).get("median_ms")
@@ -344,6 +389,8 @@ def main(argv: list[str] | None = None) -> dict:
                 "jax": jax.__version__,
                 "cpu_count": os.cpu_count(),
                 "device": str(jax.devices()[0]),
+                "host_devices": jax.device_count(),
+                "loadavg_1min": os.getloadavg()[0],
             },
             "results": {k: {kk: vv for kk, vv in v.items() if kk != "times_s"} for k, v in results.items()},
         }

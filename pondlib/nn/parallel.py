@@ -19,6 +19,10 @@ the real rows: padding is harmless there because samples never interact. Trainin
 rows would change a mean loss), so :func:`pondlib.training.fit` uses the largest device count that
 divides its batch size instead (or refuses, when the devices were named explicitly).
 
+Every core of one CPU. XLA shows a CPU as one device, whose time loops run on one core; call
+:func:`use_cpu_cores` right after ``import jax`` (before any JAX computation) to get one device per
+core, and every entry point above splits its batch over them.
+
 Turning it off. ``devices=1`` anywhere, or ``with single_device(): ...`` for the automatic choice
 (``devices=None``) of every call inside the block.
 
@@ -69,6 +73,7 @@ __all__ = [
     "split_call",
     "single_device",
     "auto_enabled",
+    "use_cpu_cores",
 ]
 
 #: The name of the mesh axis the batch is split over.
@@ -160,6 +165,34 @@ def _resolve(devices: Any, where: str) -> list[Any]:
         return list(devices)
     n = check_int(devices, "devices", lo=1, hi=len(available), where=where, fix=_DEVICES_FIX)
     return list(available[:n])
+
+
+def use_cpu_cores(n: Any = None) -> int:
+    """Expose ``n`` CPU devices to JAX (default: one per core, ``os.cpu_count()``), so that plain calls,
+    :func:`sharded_call`, ``fit``, ``evaluate`` and ``predict`` split each batch over every core.
+
+    It sets JAX's ``jax_num_cpu_devices``, which only takes effect before JAX runs its first
+    operation: call it right after ``import jax`` (the same as starting Python with
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=n``). Returns ``n``.
+
+    Raises:
+        PondError: ``n`` not an integer in ``1..4096``, or JAX has already run an operation (the fix says
+            where to call it).
+    """
+    import os
+
+    n = (os.cpu_count() or 1) if n is None else check_int(n, "n", lo=1, hi=4096, where="use_cpu_cores")
+    try:
+        jax.config.update("jax_num_cpu_devices", n)
+    except RuntimeError:
+        raise PondError(
+            "JAX has already started its devices",
+            value=f"{jax.device_count()} device(s)",
+            where="use_cpu_cores",
+            fix="call use_cpu_cores() right after `import jax`, before any JAX operation, or start Python "
+            f"with XLA_FLAGS=--xla_force_host_platform_device_count={n}",
+        ) from None
+    return n
 
 
 def data_mesh(devices: Any = None, *, where: str = "data_mesh") -> Mesh:

@@ -207,3 +207,30 @@ def test_bad_sharded_call_input():
     assert_pond_error(parallel.sharded_call, net, bad, match="input")
     assert_pond_error(parallel.pad_batch, np.float32(1.0), 2, match="batch axis")
     assert_pond_error(parallel.shard_batch, np.float32(1.0), parallel.data_mesh(), match="batch axis")
+
+
+_CORES_SCRIPT = """
+import jax
+from pondlib.errors import PondError
+from pondlib.nn import parallel
+assert parallel.use_cpu_cores(3) == 3 and jax.device_count() == 3
+try:
+    parallel.use_cpu_cores(2)  # too late: JAX has started its devices
+except PondError as err:
+    assert "right after `import jax`" in str(err), err
+else:
+    raise AssertionError("accepted after start-up")
+print("ok")
+"""
+
+
+def test_use_cpu_cores_sets_the_device_count_before_start_up_only():
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    proc = subprocess.run([sys.executable, "-c", _CORES_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.one_of(bad_types().filter(lambda v: v is not None), st.integers(-3, 0), st.integers(4097, 10**6)))
+def test_use_cpu_cores_refuses_bad_counts(n):
+    assert_pond_error(parallel.use_cpu_cores, n, match="use_cpu_cores: n: got")
