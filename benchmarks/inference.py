@@ -1,4 +1,4 @@
-"""Inference throughput (jitted forward pass only): pondlib against Spyx, Rockpool, in one process.
+"""Inference throughput (forward pass only): pondlib against Spyx, Rockpool, snnTorch and Norse, in one process.
 
 Workload: Linear(64 -> 256) -> LIF(256, tau_mem 20 ms, tau_syn 10 ms, dt 1 ms) -> Linear(256 -> 10) ->
 LIF(10), no biases, Bernoulli input spikes (rate 5 % per step), T = 200 steps, batches of 32, 256 and
@@ -10,7 +10,10 @@ LIF(10), no biases, Bernoulli input spikes (rate 5 % per step), T = 200 steps, b
 - ``spyx``: ``spyx.nn.Sequential(nnx.Linear, CuBaLIF, nnx.Linear, CuBaLIF)`` run with ``spyx.nn.run``
   (``RCuBaLIF`` for the recurrent variant), merged graph inside ``jax.jit``;
 - ``rockpool``: ``Sequential(LinearJax, LIFJax, LinearJax, LIFJax)`` (``has_rec`` for the recurrent
-  variant), parameters passed through ``jax.jit``.
+  variant), parameters passed through ``jax.jit``;
+- ``snntorch`` and ``norse`` (PyTorch, CPU): see :func:`build_snntorch` and :func:`build_norse`;
+- ``pondlib-fused-split``: the fused network with the batch split over every JAX device (run with
+  ``--host-devices 2`` to give this process two CPU devices, one per core).
 
 Competitors are optional; one that is not importable is reported as "not installed". After
 compilation every row is timed in interleaved rounds (background load affects all alike); the figure
@@ -131,12 +134,82 @@ def build_rockpool(rec: bool) -> Callable:
     return lambda x: f(params, x)
 
 
+def _torch_input(x) -> Any:
+    """The benchmark input as a float32 torch tensor (B, T, N), converted once per input array."""
+    import torch
+
+    cache = _torch_input.__dict__.setdefault("cache", {})
+    if id(x) not in cache:
+        cache.clear()
+        cache[id(x)] = (x, torch.from_numpy(np.array(x, dtype=np.float32)))  # a writable copy
+    return cache[id(x)][1]
+
+
+def build_snntorch(rec: bool) -> Callable:
+    """snnTorch: ``Linear -> Synaptic -> Linear -> Synaptic`` (``RSynaptic`` for the recurrent variant),
+    stepped over time in Python as its tutorials do, under ``torch.inference_mode``."""
+    import snntorch as snn
+    import torch
+
+    torch.manual_seed(1)
+    alpha, beta = math.exp(-DT / TAU_SYN), math.exp(-DT / TAU_MEM)
+    fc1 = torch.nn.Linear(N_IN, N_HID, bias=False)
+    lif1 = snn.RSynaptic(alpha, beta, linear_features=N_HID) if rec else snn.Synaptic(alpha, beta)
+    fc2 = torch.nn.Linear(N_HID, N_OUT, bias=False)
+    lif2 = snn.Synaptic(alpha, beta)
+
+    def run(x):
+        xt = _torch_input(x)
+        with torch.inference_mode():
+            if rec:
+                spk1, syn1, mem1 = lif1.init_rsynaptic()
+            else:
+                syn1, mem1 = lif1.init_synaptic()
+            syn2, mem2 = lif2.init_synaptic()
+            out = []
+            for t in range(xt.shape[1]):
+                if rec:
+                    spk1, syn1, mem1 = lif1(fc1(xt[:, t]), spk1, syn1, mem1)
+                else:
+                    spk1, syn1, mem1 = lif1(fc1(xt[:, t]), syn1, mem1)
+                spk2, syn2, mem2 = lif2(fc2(spk1), syn2, mem2)
+                out.append(spk2)
+            return torch.stack(out, 1).numpy()
+
+    return run
+
+
+def build_norse(rec: bool) -> Callable:
+    """Norse: ``SequentialState(Linear, LIF, Linear, LIF)`` on time-major input (``LIFRecurrent``, which
+    holds its own input weights, for the recurrent variant), under ``torch.inference_mode``."""
+    import norse.torch as norse
+    import torch
+
+    torch.manual_seed(1)
+    p = norse.LIFParameters(tau_syn_inv=torch.tensor(1.0 / TAU_SYN), tau_mem_inv=torch.tensor(1.0 / TAU_MEM))
+    first = (
+        [norse.LIFRecurrent(N_IN, N_HID, p=p, dt=DT)]
+        if rec
+        else [torch.nn.Linear(N_IN, N_HID, bias=False), norse.LIF(p=p, dt=DT)]
+    )
+    model = norse.SequentialState(*first, torch.nn.Linear(N_HID, N_OUT, bias=False), norse.LIF(p=p, dt=DT))
+
+    def run(x):
+        with torch.inference_mode():
+            out, _ = model(_torch_input(x).transpose(0, 1))
+            return out.transpose(0, 1).numpy()
+
+    return run
+
+
 FRAMEWORKS = {
     "pondlib": lambda rec: build_pondlib(rec),
     "pondlib-fused": lambda rec: build_pondlib(rec, fuse=True),
     "pondlib-fused-split": build_pondlib_split,
     "spyx": build_spyx,
     "rockpool": build_rockpool,
+    "snntorch": build_snntorch,
+    "norse": build_norse,
 }
 
 
@@ -193,7 +266,7 @@ def time_rows(fns: dict, x, rounds: int, calls: int) -> dict[str, list[float]]:
 def run(names: list[str], batches: list[int], rounds: int, calls: int, busy: bool) -> dict:
     import importlib
 
-    mods = {"spyx": "spyx", "rockpool": "rockpool"}
+    mods = {"spyx": "spyx", "rockpool": "rockpool", "snntorch": "snntorch", "norse": "norse"}
     out: dict = {}
     for variant, rec in (("feedforward", False), ("recurrent", True)):
         for batch in batches:
@@ -291,7 +364,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "note": "2-core development machine; load average at the start in loadavg_1min",
                 "loadavg_1min": os.getloadavg()[0],
             },
-            "versions": {d: _version(d) for d in ("pondlib", "spyx", "rockpool")},
+            "versions": {d: _version(d) for d in ("pondlib", "spyx", "rockpool", "snntorch", "norse", "torch")},
             "results": results,
         }
         path = Path(args.json)

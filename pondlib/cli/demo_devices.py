@@ -83,6 +83,44 @@ def _run_model(model: Any, spikes: str) -> Any:
     return run
 
 
+def _deploy_aware(
+    console: Any,
+    device: str,
+    model: Any,
+    device_run: Any,
+    x: Any,
+    y: Any,
+    accs: tuple[float, float],
+    layers: list[tuple[str, str, str | None]],
+    latency: int = 0,
+) -> tuple[Deployment, float]:
+    """Run the device-aware float ``model`` and the device (``device_run(xb) -> (out, record)``) on ``x``
+    and compare them: the :class:`Deployment` and the seconds simulated. ``accs`` are the float network's
+    and the device's accuracies as trained; ``layers`` lists ``(name, model record key, device record key)``
+    per spiking layer (``None``: the device output)."""
+    from pondlib.training import accuracy
+
+    aware_out, aware_rec, _ = run_in_chunks(
+        console, "device-aware float model", _run_model(model, "spikes"), x, SIM_CHUNK
+    )
+    dev_out, dev_rec, t_sim = run_in_chunks(console, f"simulating on {device} (device-aware)", device_run, x, SIM_CHUNK)
+    pairs = {name: (aware_rec[mk], dev_out if dk is None else dev_rec[dk]) for name, mk, dk in layers}
+    n_test, T = x.shape[:2]
+    dep = Deployment(
+        device,
+        accs[0],
+        accs[1],
+        accuracy(aware_out, y),
+        accuracy(dev_out, y),
+        _agreement(dev_out, aware_out),
+        _spikes_equal(pairs),
+        n_test * T / t_sim,
+        output=dev_out,
+        latency=latency,
+    )
+    return dep, t_sim
+
+
 def _aware_rows(dep: Deployment, epochs: int, timing: tuple[int, int, float]) -> list[tuple[str, str]]:
     """The result-table rows every device shares (as trained, device-aware, agreement, speed)."""
     n_test, T, t_sim = timing
@@ -172,24 +210,10 @@ def demo_xylo(console: Any, trained: dict, data: Any, tune: Any, cfg: dict) -> t
     hw = tune(device_aware(net, device="xylo", limits=lim), AWARE_LR["xylo"])
     with stage(console, f"Mapping the device-aware network to {lim.name}, configuring"):
         aware_config = configure(channel_quantize(mapper(hw, lim)), "pond demo (Xylo, device-aware)")
-    aware_out, aware_rec, _ = run_in_chunks(
-        console, "device-aware float model", _run_model(hw, "spikes"), data.x_test, SIM_CHUNK
-    )
-    dev_out, dev_rec, t_sim = run_in_chunks(
-        console, f"simulating on {lim.name} (device-aware)", runner(aware_config), data.x_test, SIM_CHUNK
-    )
+    layers = [("hidden", "0_XyloLIF/spikes", "Spikes"), ("output", "1_XyloLIF/spikes", None)]
+    accs = (float_acc, as_trained_acc)
+    dep, t_sim = _deploy_aware(console, lim.name, hw, runner(aware_config), data.x_test, data.y_test, accs, layers)
     n_test, T = data.x_test.shape[:2]
-    dep = Deployment(
-        lim.name,
-        float_acc,
-        as_trained_acc,
-        accuracy(aware_out, data.y_test),
-        accuracy(dev_out, data.y_test),
-        _agreement(dev_out, aware_out),
-        _spikes_equal({"hidden": (aware_rec["0_XyloLIF/spikes"], dev_rec["Spikes"]), "output": (aware_out, dev_out)}),
-        n_test * T / t_sim,
-        output=dev_out,
-    )
 
     hidden = net.layers[1]
     gaps = float_vs_chip_gaps(qspec, lim, data.x_test, chip_rec, float_rec[_HIDDEN_SPIKES], hidden.tau_mem)
@@ -274,34 +298,15 @@ def demo_spinnaker2(console: Any, trained: dict, data: Any, tune: Any, cfg: dict
     with stage(console, f"Exporting the device-aware network, mapping to the {lim.name}, configuring"):
         exp = export_spinnaker2(aware, lim)
         aware_config = configure(exp.spec, "pond demo (SpiNNaker2, device-aware)")
-    aware_out, aware_rec, _ = run_in_chunks(
-        console, "device-aware float model", _run_model(aware, "spikes"), x_test, SIM_CHUNK
-    )
-    dev_out, dev_rec, t_sim = run_in_chunks(
-        console, "simulating on SpiNNaker2 (device-aware)", runner(aware_config, True), x_test, SIM_CHUNK
-    )
-    n_test, T = x_test.shape[:2]
     pops = [p.name for p in exp.spec.populations]
-    dep = Deployment(
-        lim.name,
-        float_acc,
-        as_trained_acc,
-        accuracy(aware_out, data.y_test),
-        accuracy(dev_out, data.y_test),
-        _agreement(dev_out, aware_out),
-        _spikes_equal(
-            {
-                ("hidden" if i < len(pops) - 1 else "output"): (
-                    aware_rec[f"{i}_SpiNNaker2LIF/spikes"],
-                    dev_rec[f"{p}.spikes"],
-                )
-                for i, p in enumerate(pops)
-            }
-        ),
-        n_test * T / t_sim,
-        output=dev_out,
-        latency=latency,
-    )
+    layers = [
+        ("hidden" if i < len(pops) - 1 else "output", f"{i}_SpiNNaker2LIF/spikes", f"{p}.spikes")
+        for i, p in enumerate(pops)
+    ]
+    accs = (float_acc, as_trained_acc)
+    run_dev = runner(aware_config, True)
+    dep, t_sim = _deploy_aware(console, lim.name, aware, run_dev, x_test, data.y_test, accs, layers, latency)
+    n_test, T = x_test.shape[:2]
 
     console.print(
         resources_table(f"Resources on the {lim.name} ({spec.neuron_model})", resource_usage(spec, lim, chip_rec))
@@ -374,32 +379,12 @@ def demo_siracusa(console: Any, trained: dict, data: Any, tune: Any, cfg: dict) 
         aware_layers, kwargs = export(aware, lim)
         aware_spec = mapper(aware_layers, lim, **kwargs)
         configure(aware_spec, "pond demo (Siracusa, device-aware)")
-    aware_out, aware_rec, _ = run_in_chunks(
-        console, "device-aware float model", _run_model(aware, "spikes"), data.x_test, SIM_CHUNK
-    )
-    dev_out, dev_rec, t_sim = run_in_chunks(
-        console, "simulating on Siracusa (device-aware)", runner(aware_spec.config), data.x_test, SIM_CHUNK
-    )
+    n_lif = aware.n_layers
+    layers = [("hidden" if i < n_lif - 1 else "output", f"lif{i}/spikes", f"lif{i}/spikes") for i in range(n_lif)]
+    accs = (float_acc, as_trained_acc)
+    run_dev = runner(aware_spec.config)
+    dep, t_sim = _deploy_aware(console, lim.name, aware, run_dev, data.x_test, data.y_test, accs, layers)
     n_test, T = data.x_test.shape[:2]
-    dep = Deployment(
-        lim.name,
-        float_acc,
-        as_trained_acc,
-        accuracy(aware_out, data.y_test),
-        accuracy(dev_out, data.y_test),
-        _agreement(dev_out, aware_out),
-        _spikes_equal(
-            {
-                ("hidden" if i < aware.n_layers - 1 else "output"): (
-                    aware_rec[f"lif{i}/spikes"],
-                    dev_rec[f"lif{i}/spikes"],
-                )
-                for i in range(aware.n_layers)
-            }
-        ),
-        n_test * T / t_sim,
-        output=dev_out,
-    )
 
     console.print(resources_table(f"Resources on {lim.name} (per step of one sample)", resource_usage(spec, lim)))
     console.print(siracusa_quantization_table(quantization_summary(spec)))
