@@ -127,8 +127,8 @@ def save_plots(
             panels,
             dt=DT,
             ylabel="output neuron (class)",
-            title=f"output spikes of test sample 0 (digit {label}): float model and device-aware deployments "
-            "(Xylo: +1 step hidden -> output; SpiNNaker2: +1 tick per hop, silent ticks appended)",
+            title=f"test sample 0 (digit {label}): output spikes of the float model and the device-aware "
+            "deployments (input to output: Xylo 1 step late, SpiNNaker2 2 ticks)",
         ),
         "output_by_device.png",
     )

@@ -19,7 +19,9 @@ time, and every page faults on first touch. A profile of the jitted forward pass
     h_{j+1} = s_j[t] = \mathrm{LIF}_j(h_j, \mathrm{state}_j[t-1]) \ \text{(the step of}
     :func:`pondlib.nn.adjoint.lif_scan` \text{)},
 
-so only the per-step rows ``(*batch, N)`` and the output stack ``(T, *batch, N_out)`` exist. The
+so only the per-step rows ``(*batch, N)`` and the output stack ``(T, *batch, N_out)`` exist (with
+``record=True`` the loop also emits every LIF layer's spikes, membrane and currents, so the records and
+the output of a recorded call come from the same loop and agree). The
 operations are those of the layer-by-layer path (the same products, row by row, and the same LIF step);
 the one difference is the dot kernel XLA picks for a product of one step's rows instead of all ``T * B``
 rows, whose summation order may differ: currents can differ by an ulp, and a spike exactly at the
@@ -29,7 +31,8 @@ therefore opt-in: ``Sequential(..., fuse=True)``.
 Under :func:`jax.grad` the fused loop is not used: the custom VJP's forward pass runs the chain layer
 by layer (the ``Linear`` products over all steps, the LIF layers through the hand adjoint of
 :mod:`pondlib.nn.adjoint`) and its backward pass runs their adjoints in reverse order, so gradients are
-those of the layer-by-layer path, operation for operation.
+those of the layer-by-layer path, operation for operation. A record's cotangents enter its layer's
+adjoint (a LIF's spike cotangent is the sum of the next module's and its record's).
 
 Example:
     >>> import jax, jax.numpy as jnp
@@ -99,7 +102,7 @@ def _split(layers: tuple, states: tuple) -> tuple[tuple, tuple, tuple]:
     return tuple(specs), tuple(params), tuple(states)
 
 
-def chain_scan(layers: tuple, x: jax.Array, states: tuple) -> tuple[jax.Array, tuple]:
+def chain_scan(layers: tuple, x: jax.Array, states: tuple, record: bool = False) -> Any:
     """Run a :func:`fusible` chain on time-major input in one time loop.
 
     Args:
@@ -107,17 +110,22 @@ def chain_scan(layers: tuple, x: jax.Array, states: tuple) -> tuple[jax.Array, t
         x: (T, *batch, N_in) float32, time-major.
         states: one state per module (``None`` for a Linear, a :class:`~pondlib.nn.LIFState` whose
             leaves have the batch shape of ``x``), as :meth:`Sequential.init_state` builds them.
+        record: also return, per module, the LIF records ``(spikes (T, *batch, N), vmem (T, *batch, N),
+            isyn (T, *batch, N, k))`` (``None`` for a Linear), emitted by the same loop.
 
     Returns:
-        ``(y, new_states)``: y (T, *batch, N_out) and the states after the last step; equal to running
-        the modules' ``evolve_tm`` one after the other with ``record=False``.
+        ``(y, new_states)``, or ``(y, new_states, records)`` with ``record``: y (T, *batch, N_out) and
+        the states after the last step; equal to running the modules' ``evolve_tm`` one after the other
+        up to the rounding of the products (module docstring).
     """
     specs, params, states = _split(tuple(layers), tuple(states))
-    return _chain(specs, params, x, states)
+    y, new_states, recs = _chain((specs, bool(record)), params, x, states)
+    return (y, new_states, recs) if record else (y, new_states)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _chain(specs: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[jax.Array, tuple]:
+def _chain(static: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[jax.Array, tuple, tuple]:
+    specs, record = static
     batch = x.shape[1:-1]
     carry0 = []
     for spec, p, st in zip(specs, params, states):
@@ -127,12 +135,13 @@ def _chain(specs: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[ja
             n, k = p[1].shape
             carry0.append(_initial(st, batch, n, k))
 
-    def step(carry: tuple, xt: jax.Array) -> tuple[tuple, jax.Array]:
-        h, new = xt, []
+    def step(carry: tuple, xt: jax.Array) -> tuple[tuple, tuple]:
+        h, new, rows = xt, [], []
         for spec, p, c in zip(specs, params, carry):
             if spec[0] == "linear":
                 h = _linear(h, p[0], p[1])
                 new.append(None)
+                rows.append(None)
                 continue
             _, cap, surrogate = spec
             alpha, beta, threshold, bias, w_rec = p
@@ -144,28 +153,34 @@ def _chain(specs: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[ja
             s = surrogate.spikes(pre, threshold, cap)
             v = pre - s * threshold
             new.append((i, v, s))
+            rows.append((s, v, i) if record else None)
             h = s
-        return tuple(new), h
+        return tuple(new), (h, tuple(rows))
 
-    final, y = scan_steps(step, tuple(carry0), x)
-    out_states = []
-    for spec, p, st, c in zip(specs, params, states, final):
+    final, (y, rows) = scan_steps(step, tuple(carry0), x)
+    out_states, recs = [], []
+    for spec, p, st, c, r in zip(specs, params, states, final, rows):
         if spec[0] == "linear":
             out_states.append(st)
+            recs.append(None)
         else:
             i, v, s = c
-            out_states.append(type(st)(_unflat(i, p[1].shape[1]), v, s))
-    return y, tuple(out_states)
+            k = p[1].shape[1]
+            out_states.append(type(st)(_unflat(i, k), v, s))
+            recs.append(None if r is None else (r[0], r[1], _unflat(r[2], k)))
+    return y, tuple(out_states), tuple(recs)
 
 
 def _value(p: Any) -> Any:
     return jax.tree_util.tree_map(lambda a: a.value, p, is_leaf=lambda a: isinstance(a, CustomVJPPrimal))
 
 
-def _chain_fwd(specs: tuple, params: tuple, x: Any, states: tuple):
-    """Layer by layer, keeping each module's residuals (LIF: those of the hand adjoint)."""
+def _chain_fwd(static: tuple, params: tuple, x: Any, states: tuple):
+    """Layer by layer, keeping each module's residuals (LIF: those of the hand adjoint); the records are
+    the LIF layers' own outputs."""
+    specs, record = static
     h, x_perturbed = x.value, x.perturbed
-    residuals, out_states = [], []
+    residuals, out_states, recs = [], [], []
     for j, (spec, p, st) in enumerate(zip(specs, params, states)):
         if spec[0] == "linear":
             weight, bias = _value(p)
@@ -173,26 +188,40 @@ def _chain_fwd(specs: tuple, params: tuple, x: Any, states: tuple):
             residuals.append((weight, bias, h, () if x_perturbed or j > 0 else None))
             h = _linear(h, weight, bias)
             out_states.append(None)
+            recs.append(None)
             continue
         _, cap, surrogate = spec
         alpha, beta, threshold, bias, w_rec = p
         h_in = x if j == 0 else CustomVJPPrimal(h, True)
-        (h, _, _, new_state), res = _lif_fwd(cap, surrogate, alpha, beta, threshold, bias, w_rec, h_in, st)
+        (h, vmem, isyn, new_state), res = _lif_fwd(cap, surrogate, alpha, beta, threshold, bias, w_rec, h_in, st)
         residuals.append(res)
         out_states.append(new_state)
-    return (h, tuple(out_states)), tuple(residuals)
+        recs.append((h, vmem, isyn) if record else None)
+    return (h, tuple(out_states), tuple(recs)), tuple(residuals)
 
 
 def _dense(ct: Any, like_shape: tuple, dtype: Any) -> jax.Array:
     return jnp.zeros(like_shape, dtype) if isinstance(ct, SymbolicZero) or ct is None else ct
 
 
-def _chain_bwd(specs: tuple, residuals: tuple, cts: tuple):
+def _given(c: Any) -> Any:
+    return None if c is None or isinstance(c, SymbolicZero) else c
+
+
+def _add(a: Any, b: Any) -> Any:
+    """The sum of two cotangents, either of which may be absent (None or symbolic zero)."""
+    a, b = _given(a), _given(b)
+    return b if a is None else a if b is None else a + b
+
+
+def _chain_bwd(static: tuple, residuals: tuple, cts: tuple):
     """The modules' adjoints in reverse order: LIF through :func:`pondlib.nn.adjoint._bwd`, Linear
-    through :func:`jax.vjp` of its product."""
-    g_y, g_states = cts
+    through :func:`jax.vjp` of its product. A recorded LIF's spike cotangent is the sum of the one from
+    the next module and the one of its record."""
+    specs, _ = static
+    g_y, g_states, g_recs = cts
     d_params, d_states = [], []
-    for spec, res, g_state in zip(reversed(specs), reversed(residuals), reversed(g_states)):
+    for spec, res, g_state, g_rec in zip(reversed(specs), reversed(residuals), reversed(g_states), reversed(g_recs)):
         if spec[0] == "linear":
             weight, bias, h_in, dx_flag = res
             out_shape = h_in.shape[:-1] + (weight.shape[1],)
@@ -207,7 +236,9 @@ def _chain_bwd(specs: tuple, residuals: tuple, cts: tuple):
             d_states.append(None)
             continue
         _, cap, surrogate = spec
-        d_alpha, d_beta, d_th, d_bias, d_w, g_y, d_state0 = _lif_bwd(cap, surrogate, res, (g_y, None, None, g_state))
+        g_s, g_v, g_i = (None, None, None) if _given(g_rec) is None else g_rec
+        cts_lif = (_add(g_y, g_s), g_v, g_i, g_state)
+        d_alpha, d_beta, d_th, d_bias, d_w, g_y, d_state0 = _lif_bwd(cap, surrogate, res, cts_lif)
         d_params.append((d_alpha, d_beta, d_th, d_bias, d_w))
         d_states.append(d_state0)
     return tuple(reversed(d_params)), g_y, tuple(reversed(d_states))

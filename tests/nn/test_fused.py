@@ -38,8 +38,8 @@ def test_fusible():
 def test_forward_bit_equal(rec, k, shape):
     net = _net(rec, k)
     x = _x(shape)
-    y, st, rec_dict = net(x)  # fused (record=False)
-    y_ref, st_ref, _ = net(x, record=True)  # layer by layer
+    y, st, rec_dict = net(x)  # fused
+    y_ref, st_ref, _ = _net(rec, k, fuse=False)(x)  # layer by layer
     assert rec_dict == {}
     assert float(jnp.sum(y)) > 0  # the test network spikes
     np.testing.assert_array_equal(np.asarray(y), np.asarray(y_ref))
@@ -61,7 +61,7 @@ def test_gradients_equal_layerwise(rec):
         return jnp.sum(y * jnp.arange(3.0)) + 0.1 * jnp.sum(st[1].vmem) + 0.01 * jnp.sum(x * y.sum())
 
     g_fused = jax.jit(jax.grad(loss, argnums=(0, 1)), static_argnums=2)(net, x, False)
-    g_ref = jax.jit(jax.grad(loss, argnums=(0, 1)), static_argnums=2)(net, x, True)
+    g_ref = jax.jit(jax.grad(loss, argnums=(0, 1)), static_argnums=2)(_net(rec, 2, fuse=False), x, False)
     leaves_f, leaves_r = jax.tree_util.tree_leaves(g_fused), jax.tree_util.tree_leaves(g_ref)
     assert len(leaves_f) == len(leaves_r) > 0
     assert any(float(jnp.abs(g).max()) > 0 for g in leaves_f)
@@ -89,3 +89,61 @@ def test_fuse_is_opt_in_and_checked():
     assert _net(fuse=False).fuse is False and _net().fuse is True
     with pytest.raises(GraphError, match="fuse"):
         _net(fuse="yes")
+
+
+@pytest.mark.parametrize("rec", [False, True])
+def test_fused_records_agree_with_the_output_and_the_layers(rec):
+    """With fuse=True, record=True runs the same loop: output identical to the unrecorded call and to
+    the last layer's recorded spikes; the records have the layer-by-layer keys, shapes and values
+    (up to the products' rounding)."""
+    net, ref = _net(rec, 2), _net(rec, 2, fuse=False)
+    x = _x((2, 30, 6), seed=4)
+    y, st, records = net(x, record=True)
+    y_plain, st_plain, _ = net(x)
+    y_ref, _, rec_ref = ref(x, record=True)
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(y_plain))
+    np.testing.assert_array_equal(np.asarray(records["3_LIF/spikes"]), np.asarray(y))
+    for a, b in zip(jax.tree_util.tree_leaves(st), jax.tree_util.tree_leaves(st_plain)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert sorted(records) == sorted(rec_ref)
+    for key, want in rec_ref.items():
+        got = np.asarray(records[key])
+        assert got.shape == np.asarray(want).shape, key
+        # the products' rounding, carried through the recurrent weights: relative to the layer's scale
+        scale = max(1.0, float(np.abs(np.asarray(want)).max()))
+        np.testing.assert_allclose(got, np.asarray(want), rtol=0, atol=2e-5 * scale, err_msg=key)
+    assert float(jnp.sum(records["1_LIF/spikes"])) > 0
+
+
+def test_gradients_through_records_equal_layerwise():
+    """A loss on the recorded membranes, currents and spikes: the fused chain's custom VJP routes each
+    record's cotangent into its layer's adjoint (the spikes' summed with the next module's)."""
+    x = _x((3, 20, 6), seed=5)
+
+    def loss(net, x):
+        y, _, r = net(x, record=True)
+        return (
+            jnp.sum(y * jnp.arange(3.0))
+            + 0.1 * jnp.sum(r["1_LIF/vmem"])
+            + 0.01 * jnp.sum(r["1_LIF/spikes"] * jnp.arange(5.0))
+            + 0.1 * jnp.sum(r["1_LIF/isyn"])
+            + 0.05 * jnp.sum(r["3_LIF/vmem"])
+        )
+
+    g_fused = jax.jit(jax.grad(loss, argnums=(0, 1)))(_net(True, 2), x)
+    g_ref = jax.jit(jax.grad(loss, argnums=(0, 1)))(_net(True, 2, fuse=False), x)
+    leaves_f, leaves_r = jax.tree_util.tree_leaves(g_fused), jax.tree_util.tree_leaves(g_ref)
+    assert len(leaves_f) == len(leaves_r) > 0 and any(float(jnp.abs(g).max()) > 0 for g in leaves_f)
+    for a, b in zip(leaves_f, leaves_r):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+
+
+def test_chain_scan_records():
+    net = _net()
+    x = jnp.swapaxes(_x((2, 12, 6), seed=2), 0, 1)
+    y, new, recs = chain_scan(net.layers, x, net.init_state((2,)), record=True)
+    assert recs[0] is None and recs[2] is None
+    spikes, vmem, isyn = recs[3]
+    np.testing.assert_array_equal(np.asarray(spikes), np.asarray(y))
+    assert vmem.shape == (12, 2, 3) and isyn.shape == (12, 2, 3, 1)
+    np.testing.assert_array_equal(np.asarray(vmem[-1]), np.asarray(new[3].vmem))
