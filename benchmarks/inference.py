@@ -4,9 +4,9 @@ Workload: Linear(64 -> 256) -> LIF(256, tau_mem 20 ms, tau_syn 10 ms, dt 1 ms) -
 LIF(10), no biases, Bernoulli input spikes (rate 5 % per step), T = 200 steps, batches of 32, 256 and
 1024 samples, and a variant whose hidden LIF layer is recurrent (256 x 256 weights). Rows:
 
-- ``pondlib``: ``nn.Sequential`` (layer by layer, the default);
-- ``pondlib-fused``: the same network with ``Sequential(..., fuse=True)`` (one time loop for the whole
-  chain, :mod:`pondlib.nn.fused`);
+- ``pondlib``: ``nn.Sequential(..., fuse=False)`` (layer by layer);
+- ``pondlib-fused``: the same network with ``Sequential(...)``'s default ``fuse=True`` (one time loop for
+  the whole chain, :mod:`pondlib.nn.fused`);
 - ``spyx``: ``spyx.nn.Sequential(nnx.Linear, CuBaLIF, nnx.Linear, CuBaLIF)`` run with ``spyx.nn.run``
   (``RCuBaLIF`` for the recurrent variant), merged graph inside ``jax.jit``;
 - ``rockpool``: ``Sequential(LinearJax, LIFJax, LinearJax, LIFJax)`` (``has_rec`` for the recurrent
@@ -56,6 +56,7 @@ def make_input(batch: int, seed: int = 0) -> jax.Array:
 
 
 def build_pondlib(rec: bool, fuse: bool = False, raw: bool = False) -> Any:
+    """The workload as ``nn.Sequential(..., fuse=fuse)``, jitted (``raw``: the network itself)."""
     from pondlib import nn
 
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(1), 3)

@@ -7,8 +7,8 @@ Bernoulli input spikes (rate 5 % per step), T = 200 steps.
   (``net(x)`` on one device, ``pondlib.nn.parallel.sharded_call(net, x)`` on several: input
   validation, host-to-device placement, output checks included); ``jit`` and ``jit-fused``, the jitted
   computation alone on inputs already placed on the devices (``net(x)`` under ``jax.jit`` on one device,
-  ``split_call`` under ``jax.jit`` on several; ``fused``: ``Sequential(..., fuse=True)``), which is what
-  the engine scales;
+  ``split_call`` under ``jax.jit`` on several; ``jit``: ``Sequential(..., fuse=False)``, layer by layer;
+  ``jit-fused``: the default ``Sequential``), which is what the engine scales;
 - training: one jitted step, forward + gradient + Adam (lr 1e-3), on B = 32
   (``pondlib.training.make_train_step`` with the mesh, batch split, parameters replicated; steps per second).
 
@@ -64,14 +64,14 @@ def measure(repeats: int) -> dict:
     d = jax.device_count()
     k1, k2, kx, ky = jax.random.split(jax.random.PRNGKey(0), 4)
     layers = (nn.Linear(N_IN, N_HID, key=k1), nn.LIF(N_HID), nn.Linear(N_HID, N_OUT, key=k2), nn.LIF(N_OUT))
-    net = nn.Sequential(*layers)
+    net = nn.Sequential(*layers)  # the default: fused
     x = jax.random.bernoulli(kx, 0.05, (B_INFER, T, N_IN)).astype(jnp.float32)
     if d > 1:
         infer = _median_time(lambda: parallel.sharded_call(net, x, devices=d)[0].block_until_ready(), repeats)
     else:
         infer = _median_time(lambda: net(x)[0].block_until_ready(), repeats)
     jit_times = {}
-    for name, model in (("jit", net), ("jit-fused", nn.Sequential(*layers, fuse=True))):
+    for name, model in (("jit", nn.Sequential(*layers, fuse=False)), ("jit-fused", net)):
         if d > 1:
             mesh_i = parallel.data_mesh(d)
             fn = eqx.filter_jit(lambda n, xb, mesh_i=mesh_i: parallel.split_call(n, xb, mesh=mesh_i)[0])

@@ -48,7 +48,8 @@ class Sequential(eqx.Module):
     B`` rows at once: XLA's CPU kernels sum in an order that depends on the row count, a difference of
     an ulp or so in a current that can flip a spike exactly at threshold); with ``record=True`` the
     same loop emits the records, so output and records agree. Under ``jax.grad`` the forward and its
-    gradients are those of the layer-by-layer path. Default False.
+    gradients are those of the layer-by-layer path. Default True; ``fuse=False`` runs each module's own
+    ``evolve_tm`` one after the other (the products over all steps at once).
 
     Raises:
         GraphError: no module, an argument that is not a pondlib.nn module (``Sequential(1, 2)``, a class
@@ -59,7 +60,7 @@ class Sequential(eqx.Module):
     layers: tuple
     fuse: bool = eqx.field(static=True)
 
-    def __init__(self, *modules: Any, fuse: bool = False) -> None:
+    def __init__(self, *modules: Any, fuse: bool = True) -> None:
         self.fuse = check_bool(fuse, "fuse", where="Sequential", error=GraphError)
         if len(modules) == 1 and isinstance(modules[0], (list, tuple)):
             modules = tuple(modules[0])

@@ -25,8 +25,9 @@ the output of a recorded call come from the same loop and agree). The
 operations are those of the layer-by-layer path (the same products, row by row, and the same LIF step);
 the one difference is the dot kernel XLA picks for a product of one step's rows instead of all ``T * B``
 rows, whose summation order may differ: currents can differ by an ulp, and a spike exactly at the
-threshold can flip (``tests/nn/test_fused.py`` checks equality of the spikes on its networks). It is
-therefore opt-in: ``Sequential(..., fuse=True)``.
+threshold can flip (``tests/nn/test_fused.py`` checks equality of the spikes on its networks). Neither
+order is the more exact one; :class:`~pondlib.nn.Sequential` fuses by default (``fuse=True``) and
+``Sequential(..., fuse=False)`` runs the modules one after the other.
 
 Under :func:`jax.grad` the fused loop is not used: the custom VJP's forward pass runs the chain layer
 by layer (the ``Linear`` products over all steps, the LIF layers through the hand adjoint of
