@@ -4,7 +4,8 @@ Each strategy draws values a hostile or careless caller would pass: NaN, infinit
 huge floats, negative numbers and zero, fractions where integers are expected, wrong types (complex,
 strings, None, bool), arrays of the wrong rank, empty and ragged nesting. The tests assert that an
 entry point answers with a :class:`~pondlib.errors.PondError` naming the field or the value, never
-another exception and never a silent result.
+another exception and never a silent result. :func:`assert_trees_close` is the gradient comparison
+shared by the adjoint tests.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "wrong_dtype_arrays",
     "ragged_lists",
     "assert_pond_error",
+    "assert_trees_close",
 ]
 
 #: NaN and both infinities.
@@ -109,3 +111,23 @@ def assert_pond_error(fn, *args, match: str | None = None, error: type[PondError
             assert match.lower() in str(err).lower(), f"{match!r} not in message: {err}"
         return err
     raise AssertionError(f"{getattr(fn, '__name__', fn)} accepted bad input {args} {kwargs}")
+
+
+def assert_trees_close(ref, got, rtol: float) -> None:
+    """Two pytrees of gradients: every leaf of ``got`` within ``rtol`` of the largest entry of the same
+    leaf of ``ref``. A leaf that is negligible next to the others (e.g. the initial membrane's gradient
+    after many decays, 1e-20 next to 1e2) is compared at 1e-6 of the largest gradient instead: there
+    only rounding of the other terms remains. Some gradient must be non-zero."""
+    import jax
+
+    ref_leaves = jax.tree_util.tree_leaves_with_path(ref)
+    got_leaves = jax.tree_util.tree_leaves(got)
+    assert len(ref_leaves) == len(got_leaves)
+    overall = max(float(np.max(np.abs(np.asarray(a)))) for _, a in ref_leaves)
+    assert overall > 0
+    for (path, a), b in zip(ref_leaves, got_leaves):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape, jax.tree_util.keystr(path)
+        scale = max(float(np.max(np.abs(a))), 1e-6 * overall, 1e-30)
+        err = float(np.max(np.abs(a - b))) / scale
+        assert err <= rtol, f"{jax.tree_util.keystr(path)}: relative error {err:.3g}"

@@ -20,6 +20,7 @@ from pondlib import nn
 from pondlib.nn import adjoint
 from pondlib.nn.base import scan_steps
 from pondlib.nn.lif import LIFParameters, LIFState, lif_step
+from tests.strategies import assert_trees_close
 
 CAP = 4.0
 
@@ -82,22 +83,6 @@ def _loss(fn, surrogate, terms):
     return loss
 
 
-def _assert_close(ref, got, rtol):
-    """Every leaf within ``rtol`` of its largest entry. A leaf that is negligible next to the others
-    (e.g. the initial membrane's gradient after many decays, 1e-20 next to 1e2) is compared at the
-    scale of the largest gradient instead: there only rounding of the other terms remains."""
-    ref_leaves = jax.tree_util.tree_leaves_with_path(ref)
-    got_leaves = jax.tree_util.tree_leaves(got)
-    assert len(ref_leaves) == len(got_leaves)
-    overall = max(float(np.max(np.abs(np.asarray(a)))) for _, a in ref_leaves)
-    for (path, a), b in zip(ref_leaves, got_leaves):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape, jax.tree_util.keystr(path)
-        scale = max(float(np.max(np.abs(a))), 1e-6 * overall, 1e-30)
-        err = float(np.max(np.abs(a - b))) / scale
-        assert err <= rtol, f"{jax.tree_util.keystr(path)}: relative error {err:.3g}"
-
-
 ALL_TERMS = ("spikes", "vmem", "isyn", "final_vmem", "final_isyn", "final_spikes")
 CASES = [  # (N, k, recurrent, batch shape)
     (5, 1, False, ()),
@@ -122,7 +107,7 @@ def test_gradients_equal_autodiff_float64(n, k, rec, batch, terms):
         got = jax.jit(jax.grad(_loss(adjoint.lif_scan, surrogate, terms), argnums=argnums))(*args)
         if not rec:
             ref, got = ref[:4] + ref[5:], got[:4] + got[5:]  # no w_rec
-        _assert_close(ref, got, rtol=1e-10)
+        assert_trees_close(ref, got, rtol=1e-10)
 
 
 @pytest.mark.parametrize("kind", ["fast_sigmoid", "triangle", "arctan"])
@@ -144,7 +129,7 @@ def test_surrogates_and_undifferentiated_input_float64(kind, rec):
         args = (alpha, beta, threshold, bias, w_rec, state0)
         ref = jax.grad(loss(plain_scan), argnums=argnums)(*args)
         got = jax.jit(jax.grad(loss(adjoint.lif_scan), argnums=argnums))(*args)
-        _assert_close(ref, got, rtol=1e-10)
+        assert_trees_close(ref, got, rtol=1e-10)
 
 
 @pytest.mark.parametrize("rec", [False, True])
@@ -193,7 +178,7 @@ def test_network_gradients_float32():
     assert float(v_ref) == pytest.approx(float(v_got), rel=1e-6)
     leaves = jax.tree_util.tree_leaves(g_ref)
     assert all(float(jnp.abs(g).sum()) > 0 for g in leaves)
-    _assert_close(g_ref, g_got, rtol=2e-4)
+    assert_trees_close(g_ref, g_got, rtol=2e-4)
 
 
 def test_recorded_outputs_identical_with_and_without_gradients_float32():

@@ -21,6 +21,7 @@ import pytest
 from pondlib import nn
 from pondlib.nn.xylo_lif import XyloLIF, XyloLIFState
 from pondlib.transform import xylo_aware
+from tests.strategies import assert_trees_close
 
 
 def _x64():
@@ -111,23 +112,6 @@ def _loss(terms, ref):
     return loss
 
 
-def _assert_close(ref, got, rtol):
-    """Every leaf within ``rtol`` of its largest entry. A leaf that is negligible next to the others
-    is compared at the scale of the largest gradient instead (1e-6 of it): there only rounding of the
-    other terms remains."""
-    ref_leaves = jax.tree_util.tree_leaves_with_path(ref)
-    got_leaves = jax.tree_util.tree_leaves(got)
-    assert len(ref_leaves) == len(got_leaves)
-    overall = max(float(np.max(np.abs(np.asarray(a)))) for _, a in ref_leaves)
-    assert overall > 0
-    for (path, a), b in zip(ref_leaves, got_leaves):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape, jax.tree_util.keystr(path)
-        scale = max(float(np.max(np.abs(a))), 1e-6 * overall, 1e-30)
-        err = float(np.max(np.abs(a - b))) / scale
-        assert err <= rtol, f"{jax.tree_util.keystr(path)}: relative error {err:.3g}"
-
-
 def _to64(tree):
     """Float64 copies of the arrays of ``tree`` (through NumPy: no compilation)."""
     return jax.tree_util.tree_map(
@@ -216,12 +200,12 @@ def test_gradients_equal_autodiff_float64(name):
         for t, ((ref_v, ref), (got_v, got)) in zip(terms, out):
             assert float(ref_v) == float(got_v)  # the same forward values
             assert jax.tree_util.tree_structure(ref) == jax.tree_util.tree_structure(got)
-            _assert_close(ref, got, rtol=1e-10)
+            assert_trees_close(ref, got, rtol=1e-10)
             if layer.learn_dash and T > 1:  # every parameter is reached
                 for path, g in jax.tree_util.tree_leaves_with_path(ref[0]):
                     assert np.abs(np.asarray(g)).max() > 0, (t, jax.tree_util.keystr(path))
         if only is not None:
-            _assert_close(*only, rtol=1e-10)
+            assert_trees_close(*only, rtol=1e-10)
         if not layer.learn_dash:  # the dashes are constants
             assert np.abs(np.asarray(out[0][1][1][0].dash_mem)).max() == 0.0
 
@@ -255,4 +239,4 @@ def test_network_gradients_float32():
 
     (ref_v, ref), (got_v, got) = jax.jit(both)(net, x, y)
     assert float(ref_v) == float(got_v)
-    _assert_close(ref, got, rtol=2e-5)
+    assert_trees_close(ref, got, rtol=2e-5)
