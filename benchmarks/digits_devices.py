@@ -42,11 +42,12 @@ from benchmarks.digits_xylo import on_chip, optimizer
 from pondlib.cli.demo_network import AWARE_LR, DEMO_DEFAULTS, S2_DEMO_MODEL, demo_network, one_spike_network
 from pondlib.datasets import load_digits_events
 from pondlib.devices.siracusa import SiracusaSim, mapper, quantize_input
-from pondlib.devices.spinnaker2 import SPINNAKER2_CHIP, SpiNNaker2Sim, append_silence
+from pondlib.devices.spinnaker2 import SPINNAKER2_CHIP, SpiNNaker2Sim
 from pondlib.devices.spinnaker2.report import configure, map_network
 from pondlib.training import accuracy, evaluate, fit
 from pondlib.transform import device_aware, export_spinnaker2
 from pondlib.transform.siracusa_aware import export
+from pondlib.transform.spinnaker2_aware import chip_unit_scale
 
 #: The demo's frozen parameters during float training (pondlib/cli/demo.py).
 FROZEN = ("tau_mem", "tau_syn", "threshold", "bias")
@@ -146,18 +147,18 @@ def run_seed(seed: int, cfg: dict, aware_epochs: int, aware_lr: dict, aware_star
     }
 
     # SpiNNaker2 (samples lengthened by the chip's latency) ---------------------------------------------
-    plain_s2 = {}
-    for label, n in (("as_trained", net), ("one_spike", net1)):
-        spec, _ = map_network(n, SPINNAKER2_CHIP, S2_DEMO_MODEL)
-        x_lat = append_silence(data.x_test, spec.latency_ticks)
-        plain_s2[label] = accuracy(spinnaker2_run(configure(spec), x_lat)[0], y)
-    latency = spec.latency_ticks
+    plain_specs = {
+        label: map_network(n, SPINNAKER2_CHIP, S2_DEMO_MODEL)[0]
+        for label, n in (("as_trained", net), ("one_spike", net1))
+    }
+    latency = plain_specs["as_trained"].latency_ticks  # one chain, one latency for every network here
     on_s2 = data.with_silence(latency)
+    plain_s2 = {label: accuracy(spinnaker2_run(configure(sp), on_s2.x_test)[0], y) for label, sp in plain_specs.items()}
     start = net if aware_start == "trained" else net1
     s2 = device_aware(start, device="spinnaker2", neuron_model=S2_DEMO_MODEL, limits=SPINNAKER2_CHIP)
     s2_before = accuracy(model_run(s2, on_s2.x_test)[0], y)
     # its parameters are in chip units (the mapper's scale times float units): the step scales with them
-    s2_scale = float(np.exp(np.mean([np.log(m.export_scale) for m in s2.layers])))
+    s2_scale = chip_unit_scale(s2)
     s2 = tune(s2, aware_lr["spinnaker2"] * s2_scale, on_s2)
     exp = export_spinnaker2(s2, SPINNAKER2_CHIP)
     s2_dev, s2_dev_rec = spinnaker2_run(configure(exp.spec), on_s2.x_test, record=True)

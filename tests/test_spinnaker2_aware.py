@@ -230,3 +230,14 @@ def test_other_bad_arguments_are_refused_with_their_name():
     bad_x = np.full((5, 10), np.nan)
     assert_pond_error(aware, bad_x, error=SimulationError)
     assert_pond_error(export_spinnaker2, net, error=GraphError, match="SpiNNaker2LIF")
+
+
+def test_chip_unit_scale_is_the_geometric_mean_of_the_export_scales():
+    from pondlib.transform.spinnaker2_aware import chip_unit_scale
+
+    k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+    net = nn.Sequential(nn.Linear(8, 6, key=k1), nn.LIF(6), nn.Linear(6, 3, key=k2), nn.LIF(3))
+    aware = spinnaker2_aware(net)
+    scales = [m.export_scale for m in aware.layers]
+    assert chip_unit_scale(aware) == pytest.approx(float(np.sqrt(scales[0] * scales[1])), rel=1e-12)
+    assert_pond_error(chip_unit_scale, net, error=GraphError, match="SpiNNaker2LIF")

@@ -248,8 +248,6 @@ def demo_spinnaker2(console: Any, trained: dict, data: Any, tune: Any, cfg: dict
     on samples lengthened by the chip's latency, export, deploy, simulate both and report.
 
     Returns the deployment and the export (:class:`~pondlib.transform.SpiNNaker2Export`)."""
-    import numpy as np
-
     from pondlib.devices.spinnaker2 import SPINNAKER2_CHIP, SpiNNaker2Sim, append_silence
     from pondlib.devices.spinnaker2.report import (
         configure,
@@ -260,6 +258,7 @@ def demo_spinnaker2(console: Any, trained: dict, data: Any, tune: Any, cfg: dict
     )
     from pondlib.training import accuracy
     from pondlib.transform import device_aware, export_spinnaker2
+    from pondlib.transform.spinnaker2_aware import chip_unit_scale
 
     net, float_acc, float_rec = trained["net"], trained["acc"], trained["rec"]
     lim = SPINNAKER2_CHIP
@@ -293,8 +292,7 @@ def demo_spinnaker2(console: Any, trained: dict, data: Any, tune: Any, cfg: dict
         f"{cfg['aware_epochs']} epochs from the trained network, samples + {latency} silent ticks)"
     )
     aware = device_aware(net, device="spinnaker2", neuron_model=S2_DEMO_MODEL, limits=lim)
-    scale = float(np.exp(np.mean([np.log(m.export_scale) for m in aware.layers])))
-    aware = tune(aware, AWARE_LR["spinnaker2"] * scale, data.with_silence(latency))
+    aware = tune(aware, AWARE_LR["spinnaker2"] * chip_unit_scale(aware), data.with_silence(latency))
     with stage(console, f"Exporting the device-aware network, mapping to the {lim.name}, configuring"):
         exp = export_spinnaker2(aware, lim)
         aware_config = configure(exp.spec, "pond demo (SpiNNaker2, device-aware)")

@@ -377,7 +377,7 @@ def sharded_call(net: Any, x: Any, state: Any = None, record: bool = False, *, d
         SimulationError: what the plain call raises on bad input, state or a non-finite output.
         PondError: a bad ``devices`` argument; input without a batch axis (use the plain call for (T, C)).
     """
-    from pondlib.nn.base import check_input, check_output, check_state
+    from pondlib.nn.base import check_input
 
     where = f"sharded_call({type(net).__name__})"
     size_in = getattr(net, "size_in", None)
@@ -400,6 +400,14 @@ def sharded_call(net: Any, x: Any, state: Any = None, record: bool = False, *, d
             where="sharded_call",
             fix="add a batch axis (x[None]) or call the network directly",
         )
+    return _run_split(net, x, state, record, devs, where)
+
+
+def _run_split(net: Any, x: jax.Array, state: Any, record: bool, devs: list[Any], where: str) -> tuple:
+    """The work of :func:`sharded_call` on a checked batched input ``x`` (B, T, C): check the state, pad
+    the batch to a multiple of the devices, place it, run, drop the padding, check the output."""
+    from pondlib.nn.base import check_output, check_state
+
     b = x.shape[0]
     if state is not None:
         state = check_state(net, state, (b,), where)
@@ -420,13 +428,14 @@ def sharded_call(net: Any, x: Any, state: Any = None, record: bool = False, *, d
 
 def _split_plain_call(module: Any, x: jax.Array, state: Any, record: bool) -> tuple | None:
     """The batch splitter of plain calls (:func:`pondlib.nn.base.register_batch_splitter`): every device
-    when there are several, automatic mode is on and each gets at least one sample; else None."""
+    when there are several, automatic mode is on and each gets at least one sample; else None. The call
+    has checked ``x`` (and ``record``) already; the state is checked here, as in :func:`sharded_call`."""
     if not auto_enabled():
         return None
     devs = jax.devices()
     if len(devs) < 2 or x.shape[0] < len(devs):
         return None
-    return sharded_call(module, x, state, record)
+    return _run_split(module, x, state, record, devs, type(module).__name__)  # x is checked already
 
 
 register_batch_splitter(_split_plain_call)

@@ -91,6 +91,7 @@ __all__ = [
     "spinnaker2_aware",
     "export_spinnaker2",
     "SpiNNaker2Export",
+    "chip_unit_scale",
     "SpiNNaker2LIF",
     "SpiNNaker2LIFState",
     "mul_f32",
@@ -419,6 +420,28 @@ def spinnaker2_aware(
             )
         )
     return Sequential(*layers)
+
+
+def chip_unit_scale(aware: Any) -> float:
+    r"""The chip units per float unit of a device-aware network: the geometric mean over its layers of the
+    export scale :math:`c` (a power of two near the mapper's weight scale),
+    :math:`\exp(\tfrac1L \sum_l \log c_l)`.
+
+    Its parameters are held in chip units, so a learning rate chosen for the float network should be
+    multiplied by this to take steps of the same relative size (``pond demo`` does).
+
+    Raises:
+        GraphError: ``aware`` is not a ``Sequential`` of :class:`SpiNNaker2LIF`.
+    """
+    if not isinstance(aware, Sequential) or not all(isinstance(m, SpiNNaker2LIF) for m in aware.layers):
+        raise GraphError(
+            "chip_unit_scale input",
+            value=type(aware).__name__,
+            limit="a Sequential of SpiNNaker2LIF",
+            where="chip_unit_scale",
+            fix="pass the output of spinnaker2_aware",
+        )
+    return float(np.exp(np.mean([math.log(m.export_scale) for m in aware.layers])))
 
 
 @dataclass(frozen=True, eq=False)
