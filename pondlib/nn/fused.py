@@ -23,11 +23,25 @@ so only the per-step rows ``(*batch, N)`` and the output stack ``(T, *batch, N_o
 ``record=True`` the loop also emits every LIF layer's spikes, membrane and currents, so the records and
 the output of a recorded call come from the same loop and agree). The
 operations are those of the layer-by-layer path (the same products, row by row, and the same LIF step);
-the one difference is the dot kernel XLA picks for a product of one step's rows instead of all ``T * B``
-rows, whose summation order may differ: currents can differ by an ulp, and a spike exactly at the
+the one difference is the dot kernel XLA picks for a product of one chunk's rows (below) instead of all
+``T * B`` rows, whose summation order may differ: currents can differ by an ulp, and a spike exactly at the
 threshold can flip (``tests/nn/test_fused.py`` checks equality of the spikes on its networks). Neither
 order is the more exact one; :class:`~pondlib.nn.Sequential` fuses by default (``fuse=True``) and
 ``Sequential(..., fuse=False)`` runs the modules one after the other.
+
+Chunks: the loop runs ``C`` steps per iteration. Inside one iteration every ``Linear`` computes its
+product for the chunk's ``C * B`` rows at once and every LIF's ``C`` steps are unrolled, so XLA fuses the
+chunk's elementwise LIF updates into a few kernels instead of launching each step's kernels on their
+own. On XLA's CPU runtime a per-step kernel over a ``(256, 256)`` state is split across the cores, and
+the hand-over costs more than the arithmetic: at ``B = 256`` on the 2-core development machine the
+network above runs about 1.6x faster with ``C = 4`` than step by step. The price is recomputation:
+XLA evaluates the unrolled updates separately for each output it keeps (each step's spikes, the last
+state), about ``C (C + 1) / 2 + C`` steps' arithmetic per ``C`` steps, which outweighs the saving for
+small states (few kernels to save) and large ones (arithmetic-bound). :func:`chunk_steps` picks ``C``
+from the state size per step (measured with ``benchmarks/inference.py``): 1 up to ``2**14`` values
+(``B <= 64`` at 256 neurons), 4 up to ``2**16`` (``B <= 256``), 2 above. The last ``T mod C`` steps
+run as one shorter chunk. Chunking changes only which rows each product sees at once, so the
+results are those of the step-by-step loop up to the products' rounding.
 
 Under :func:`jax.grad` the fused loop is not used: the custom VJP's forward pass runs the chain layer
 by layer (the ``Linear`` products over all steps, the LIF layers through the hand adjoint of
@@ -49,6 +63,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -62,8 +77,9 @@ from pondlib.nn.adjoint import _initial, _syn_sum, _unflat
 from pondlib.nn.base import scan_steps
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
+from pondlib.validate import check_int
 
-__all__ = ["chain_scan", "fusible"]
+__all__ = ["chain_scan", "chunk_steps", "fusible"]
 
 
 def fusible(layers: Any) -> bool:
@@ -103,7 +119,7 @@ def _split(layers: tuple, states: tuple) -> tuple[tuple, tuple, tuple]:
     return tuple(specs), tuple(params), tuple(states)
 
 
-def chain_scan(layers: tuple, x: jax.Array, states: tuple, record: bool = False) -> Any:
+def chain_scan(layers: tuple, x: jax.Array, states: tuple, record: bool = False, chunk: int | None = None) -> Any:
     """Run a :func:`fusible` chain on time-major input in one time loop.
 
     Args:
@@ -113,6 +129,9 @@ def chain_scan(layers: tuple, x: jax.Array, states: tuple, record: bool = False)
             leaves have the batch shape of ``x``), as :meth:`Sequential.init_state` builds them.
         record: also return, per module, the LIF records ``(spikes (T, *batch, N), vmem (T, *batch, N),
             isyn (T, *batch, N, k))`` (``None`` for a Linear), emitted by the same loop.
+        chunk: time steps per loop iteration (a positive int); default :func:`chunk_steps` of the batch
+            size times the widest LIF layer. Any value gives the same results up to the products'
+            rounding (module docstring).
 
     Returns:
         ``(y, new_states)``, or ``(y, new_states, records)`` with ``record``: y (T, *batch, N_out) and
@@ -120,47 +139,93 @@ def chain_scan(layers: tuple, x: jax.Array, states: tuple, record: bool = False)
         up to the rounding of the products (module docstring).
     """
     specs, params, states = _split(tuple(layers), tuple(states))
-    y, new_states, recs = _chain((specs, bool(record)), params, x, states)
+    if chunk is not None:
+        chunk = check_int(chunk, "chunk", lo=1, where="chain_scan", fix="pass a number of time steps >= 1, or None")
+    else:
+        widest = max(p[1].shape[0] * p[1].shape[1] for spec, p in zip(specs, params) if spec[0] == "lif")
+        chunk = chunk_steps(math.prod(x.shape[1:-1]) * widest)
+    y, new_states, recs = _chain((specs, bool(record), int(chunk)), params, x, states)
     return (y, new_states, recs) if record else (y, new_states)
+
+
+def chunk_steps(elements: int) -> int:
+    """Time steps per iteration of the fused loop for LIF layers of ``elements`` state values per step
+    (batch size times the widest layer's ``N * k``); see the module docstring, "Chunks".
+
+    Example:
+        >>> [chunk_steps(32 * 256), chunk_steps(256 * 256), chunk_steps(1024 * 256)]
+        [1, 4, 2]
+    """
+    if elements <= 1 << 14:
+        return 1
+    return 4 if elements <= 1 << 16 else 2
+
+
+def _chunk(specs: tuple, params: tuple, record: bool, carry: tuple, xk: jax.Array) -> tuple[tuple, tuple]:
+    """``C = xk.shape[0]`` steps of the chain: each Linear as one product over the chunk's ``C * B`` rows,
+    each LIF as ``C`` steps unrolled here (the step of :func:`pondlib.nn.adjoint.lif_scan`, operation for
+    operation). Returns the new carry and ``(y (C, *batch, N_out), rows)``, ``rows`` one entry per module:
+    the LIF's ``(spikes, vmem, isyn)`` stacks of the chunk with ``record``, else None."""
+    h, new, rows = xk, [], []
+    for spec, p, c in zip(specs, params, carry):
+        if spec[0] == "linear":
+            h = _linear(h, p[0], p[1])
+            new.append(None)
+            rows.append(None)
+            continue
+        _, cap, surrogate = spec
+        alpha, beta, threshold, bias, w_rec = p
+        n, k = beta.shape
+        beta_flat = beta.reshape(n * k)
+        i, v, s = c
+        out_s, out_v, out_i = [], [], []
+        for t in range(h.shape[0]):
+            a = h[t] if w_rec is None else h[t] + s @ w_rec
+            i = (i + a) * beta_flat
+            pre = v * alpha + _syn_sum(i, k) + bias
+            s = surrogate.spikes(pre, threshold, cap)
+            v = pre - s * threshold
+            out_s.append(s)
+            if record:
+                out_v.append(v)
+                out_i.append(i)
+        new.append((i, v, s))
+        h = jnp.stack(out_s)
+        rows.append((h, jnp.stack(out_v), jnp.stack(out_i)) if record else None)
+    return tuple(new), (h, tuple(rows))
+
+
+def _concat(parts: list) -> Any:
+    """Join the per-part outputs (pytrees of (steps, ...) stacks) along time."""
+    return parts[0] if len(parts) == 1 else jax.tree_util.tree_map(lambda *a: jnp.concatenate(a), *parts)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
 def _chain(static: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[jax.Array, tuple, tuple]:
-    specs, record = static
+    specs, record, chunk = static
     batch = x.shape[1:-1]
-    carry0 = []
+    carry = []
     for spec, p, st in zip(specs, params, states):
         if spec[0] == "linear":
-            carry0.append(None)
+            carry.append(None)
         else:
             n, k = p[1].shape
-            carry0.append(_initial(st, batch, n, k))
-
-    def step(carry: tuple, xt: jax.Array) -> tuple[tuple, tuple]:
-        h, new, rows = xt, [], []
-        for spec, p, c in zip(specs, params, carry):
-            if spec[0] == "linear":
-                h = _linear(h, p[0], p[1])
-                new.append(None)
-                rows.append(None)
-                continue
-            _, cap, surrogate = spec
-            alpha, beta, threshold, bias, w_rec = p
-            n, k = beta.shape
-            i, v, s = c
-            a = h if w_rec is None else h + s @ w_rec  # the step of lif_scan, operation for operation
-            i = (i + a) * beta.reshape(n * k)
-            pre = v * alpha + _syn_sum(i, k) + bias
-            s = surrogate.spikes(pre, threshold, cap)
-            v = pre - s * threshold
-            new.append((i, v, s))
-            rows.append((s, v, i) if record else None)
-            h = s
-        return tuple(new), (h, tuple(rows))
-
-    final, (y, rows) = scan_steps(step, tuple(carry0), x)
+            carry.append(_initial(st, batch, n, k))
+    carry = tuple(carry)
+    steps = x.shape[0]
+    size = max(1, min(chunk, steps))
+    whole = steps - steps % size
+    parts = []
+    if whole:
+        xs = x[:whole].reshape((whole // size, size) + x.shape[1:])
+        carry, out = scan_steps(partial(_chunk, specs, params, record), carry, xs)
+        parts.append(jax.tree_util.tree_map(lambda a: a.reshape((whole,) + a.shape[2:]), out))
+    if whole < steps:  # the last steps % C steps, as one shorter chunk
+        carry, out = _chunk(specs, params, record, carry, x[whole:])
+        parts.append(out)
+    y, rows = _concat(parts)
     out_states, recs = [], []
-    for spec, p, st, c, r in zip(specs, params, states, final, rows):
+    for spec, p, st, c, r in zip(specs, params, states, carry, rows):
         if spec[0] == "linear":
             out_states.append(st)
             recs.append(None)
@@ -179,7 +244,7 @@ def _value(p: Any) -> Any:
 def _chain_fwd(static: tuple, params: tuple, x: Any, states: tuple):
     """Layer by layer, keeping each module's residuals (LIF: those of the hand adjoint); the records are
     the LIF layers' own outputs."""
-    specs, record = static
+    specs, record, _ = static
     h, x_perturbed = x.value, x.perturbed
     residuals, out_states, recs = [], [], []
     for j, (spec, p, st) in enumerate(zip(specs, params, states)):
@@ -219,7 +284,7 @@ def _chain_bwd(static: tuple, residuals: tuple, cts: tuple):
     """The modules' adjoints in reverse order: LIF through :func:`pondlib.nn.adjoint._bwd`, Linear
     through :func:`jax.vjp` of its product. A recorded LIF's spike cotangent is the sum of the one from
     the next module and the one of its record."""
-    specs, _ = static
+    specs = static[0]
     g_y, g_states, g_recs = cts
     d_params, d_states = [], []
     for spec, res, g_state, g_rec in zip(reversed(specs), reversed(residuals), reversed(g_states), reversed(g_recs)):
