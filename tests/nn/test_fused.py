@@ -158,7 +158,7 @@ def test_chain_scan_records():
 
 
 @pytest.mark.parametrize("rec", [False, True])
-@pytest.mark.parametrize("steps", [1, 3, 4, 9])
+@pytest.mark.parametrize("steps", [1, 9])
 def test_chunk_sizes_agree(rec, steps):
     """Every chunk size, with and without a shorter last chunk, gives the spikes and records of the
     step-by-step loop (chunk 1)."""
@@ -166,7 +166,7 @@ def test_chunk_sizes_agree(rec, steps):
     x = jnp.swapaxes(_x((2, steps, 6), seed=4), 0, 1)
     states = net.init_state((2,))
     y1, s1, r1 = chain_scan(net.layers, x, states, record=True, chunk=1)
-    for chunk in (2, 3, 4, 5, 10):
+    for chunk in (2, 3, 4, 10):  # shorter last chunk (2, 4), exact (3), one chunk longer than T (10)
         y, s, r = chain_scan(net.layers, x, states, record=True, chunk=chunk)
         np.testing.assert_array_equal(np.asarray(y), np.asarray(y1))
         np.testing.assert_array_equal(np.asarray(r[1][0]), np.asarray(r1[1][0]))  # hidden spikes
