@@ -422,6 +422,12 @@ def spinnaker2_aware(
     return Sequential(*layers)
 
 
+def _check_aware(aware: Any, what: str, where: str, fix: str) -> None:
+    """Raise :class:`GraphError` unless ``aware`` is a ``Sequential`` of :class:`SpiNNaker2LIF`."""
+    if not isinstance(aware, Sequential) or not all(isinstance(m, SpiNNaker2LIF) for m in aware.layers):
+        raise GraphError(what, value=type(aware).__name__, limit="a Sequential of SpiNNaker2LIF", where=where, fix=fix)
+
+
 def chip_unit_scale(aware: Any) -> float:
     r"""The chip units per float unit of a device-aware network: the geometric mean over its layers of the
     export scale :math:`c` (a power of two near the mapper's weight scale),
@@ -433,14 +439,7 @@ def chip_unit_scale(aware: Any) -> float:
     Raises:
         GraphError: ``aware`` is not a ``Sequential`` of :class:`SpiNNaker2LIF`.
     """
-    if not isinstance(aware, Sequential) or not all(isinstance(m, SpiNNaker2LIF) for m in aware.layers):
-        raise GraphError(
-            "chip_unit_scale input",
-            value=type(aware).__name__,
-            limit="a Sequential of SpiNNaker2LIF",
-            where="chip_unit_scale",
-            fix="pass the output of spinnaker2_aware",
-        )
+    _check_aware(aware, "chip_unit_scale input", "chip_unit_scale", "pass the output of spinnaker2_aware")
     return float(np.exp(np.mean([math.log(m.export_scale) for m in aware.layers])))
 
 
@@ -470,14 +469,7 @@ def export_spinnaker2(aware: Any, limits: SpiNNaker2Limits | str | None = None) 
         PondError: the mapping does not reproduce the trained parameters (e.g. a diverged, NaN training).
         ConstraintError: the trained network breaks a design rule of the mapper.
     """
-    if not isinstance(aware, Sequential) or not all(isinstance(m, SpiNNaker2LIF) for m in aware.layers):
-        raise GraphError(
-            "export input",
-            value=type(aware).__name__,
-            limit="a Sequential of SpiNNaker2LIF",
-            where="export_spinnaker2",
-            fix="pass the output of spinnaker2_aware (after training)",
-        )
+    _check_aware(aware, "export input", "export_spinnaker2", "pass the output of spinnaker2_aware (after training)")
     mods: list[Any] = []
     delays, scales = {}, {}
     for i, m in enumerate(aware.layers):
