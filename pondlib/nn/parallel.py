@@ -58,6 +58,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from pondlib.errors import PondError
+from pondlib.nn import native
 from pondlib.nn.base import register_batch_splitter
 from pondlib.validate import check_bool, check_int
 
@@ -348,7 +349,8 @@ def split_call(net: Any, x: jax.Array, state: Any = None, record: bool = False, 
     spec = PartitionSpec(AXIS)
 
     def local(p: Any, xb: jax.Array, sb: Any) -> tuple:
-        return eqx.combine(p, static)(xb, state=sb, record=record)
+        with native.per_device():  # each device's rows: the compiled CPU loops may run here
+            return eqx.combine(p, static)(xb, state=sb, record=record)
 
     run = jax.shard_map(local, mesh=mesh, in_specs=(PartitionSpec(), spec, spec), out_specs=spec, check_vma=False)
     return run(params, x, state)

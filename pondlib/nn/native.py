@@ -1,0 +1,222 @@
+r"""Compiled CPU kernels for the LIF adjoint's two time loops, called from XLA through its FFI.
+
+On a CPU, XLA runs a :func:`jax.lax.scan` step as a handful of separately compiled kernels. Each one
+reads and writes whole ``(*batch, N)`` arrays, and the carried state is copied between iterations. For
+the training step of ``benchmarks/train_step.py`` (B = 32, N = 256, T = 200) the forward and backward
+loops of the hidden LIF layer (:mod:`pondlib.nn.adjoint`) took about 8 ms of a 15 ms step, several
+times what the arithmetic needs. This module runs the same two loops as two compiled functions
+(numba, a pondlib dependency; :mod:`pondlib.nn.lif_kernels`), a step at a time over one row of all
+neurons of all samples, vectorized. :func:`jax.ffi.ffi_call` invokes them on XLA's own buffers, so
+nothing is copied. On that benchmark the layer's forward and backward together take about 4 ms and
+the whole step about 10.5 ms instead of 15.
+
+The forward kernel evaluates, for every step ``t``, neuron ``n`` (of every sample) and synapse ``j``
+(``m = n k + j``, flat synapse index):
+
+.. math::
+
+    q_{t,m} = I_{t-1,m} + x_{t,m}, \qquad I_{t,m} = \beta_m q_{t,m}, \qquad
+    P_{t,n} = \mathrm{fma}(V_{t-1,n}, \alpha_n, \textstyle\sum_j I_{t,nk+j}) + b_n,
+
+    s_{t,n} = \min(\lfloor P_{t,n} / \theta_n \rfloor, s_{max}) \text{ if } P_{t,n} \ge \theta_n
+    \text{ else } 0, \qquad V_{t,n} = P_{t,n} - s_{t,n} \theta_n,
+
+and keeps :math:`P` (T, B, N), :math:`q` (T, B, N k) and the spikes as outputs. XLA's CPU compiler
+contracts ``v * alpha + i`` (and, for k > 1, the synapse sum) to fused multiply-adds, so the kernel
+does too; XLA does not contract the same operations everywhere (it depends on how a loop was
+vectorized), so the two loops agree to float32 rounding, not always to the bit.
+``tests/nn/test_native.py`` checks that spikes are equal and every state within 1e-5 of its scale.
+
+The backward kernel evaluates the adjoint recursion of :mod:`pondlib.nn.adjoint` (its docstring has
+the equations) with the same operations per element; the parameter gradients' sums over time and
+batch are added in another order, so gradients agree with the XLA loop to float32 rounding.
+
+When the kernels run. :mod:`pondlib.nn.adjoint` decides at trace time. The layer must be
+non-recurrent (``w_rec`` is None), every array float32, and, for the backward kernel, the spikes the
+only output with a cotangent (no differentiated records or final state). The process must see exactly
+one JAX device, or the code must be traced per device (:func:`per_device`, inside the
+``jax.shard_map`` of :func:`pondlib.nn.parallel.split_call`): XLA cannot split a foreign call over
+the devices of a sharded batch, so elsewhere with several devices the XLA loop runs. The kernels are
+CPU-only: each call is wrapped in :func:`jax.lax.platform_dependent`, so a lowering for any other
+platform uses the XLA loop. Under
+``jax.vmap`` the call runs once per mapped element (``vmap_method="sequential"``). Registration
+runs a self-test against XLA and keeps the XLA loops if it fails; ``PONDLIB_NATIVE=0`` in the
+environment turns the kernels off.
+
+Example:
+    >>> import jax.numpy as jnp
+    >>> from pondlib.nn import native
+    >>> x = jnp.full((4, 1, 2), 0.6)                        # (T, B', N' k): 4 steps, 2 neurons, k = 1
+    >>> one = jnp.ones(2)
+    >>> pre, q, spikes, i_f, v_f = native.lif_forward(x, 0.9 * one, 0.8 * one, one, 0 * one,
+    ...                                               jnp.zeros((1, 2)), jnp.zeros((1, 2)), 31.0)
+    >>> [round(float(p), 4) for p in pre[:, 0, 0]]            # I: 0.48, 0.864, ...; P = 0.9 V + I
+    [0.48, 1.296, 1.4376, 1.8108]
+    >>> spikes[:, 0, 0].tolist()                             # V = P - s after each spike
+    [0.0, 1.0, 1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import ctypes
+import importlib
+import math
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["available", "per_device"]
+
+_FWD_TARGET = "pondlib_lif_forward"
+_BWD_TARGET = "pondlib_lif_backward"
+_KINDS = {"fast_sigmoid": 0, "triangle": 1, "arctan": 2}
+
+_per_device = contextvars.ContextVar("pondlib_native_per_device", default=False)
+_lock = threading.RLock()  # re-entered by the self-test, which calls the kernels
+_state: dict[str, Any] = {}
+
+
+def _api_version() -> tuple[int, int]:
+    """XLA_FFI_API_MAJOR / MINOR of the installed jaxlib, read from the C header it ships."""
+    major, minor = 0, 1
+    try:
+        header = os.path.join(jax.ffi.include_dir(), "xla", "ffi", "api", "c_api.h")
+        with open(header) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3 and parts[0] == "#define" and parts[1] == "XLA_FFI_API_MAJOR":
+                    major = int(parts[2])
+                if len(parts) == 3 and parts[0] == "#define" and parts[1] == "XLA_FFI_API_MINOR":
+                    minor = int(parts[2])
+    except (OSError, ValueError, AttributeError):
+        pass
+    return major, minor
+
+
+def available() -> bool:
+    """True when the kernels are compiled and registered with XLA and pass their self-test (done once,
+    on first use: about a second). False when the environment says ``PONDLIB_NATIVE=0`` (read on every
+    call), when this JAX has no FFI, or when registration or the self-test fails.
+
+    Example:
+        >>> from pondlib.nn import native
+        >>> isinstance(native.available(), bool)
+        True
+    """
+    if os.environ.get("PONDLIB_NATIVE", "1") == "0":
+        return False
+    with _lock:
+        if "ok" not in _state:
+            _state["ok"] = _register()
+        return _state["ok"]
+
+
+def _register() -> bool:
+    """Compile the handlers, register them with XLA and check the forward kernel against the XLA loop."""
+    ffi = getattr(jax, "ffi", None)
+    if ffi is None or not all(hasattr(ffi, f) for f in ("register_ffi_target", "ffi_call", "pycapsule")):
+        return False
+    try:
+        kernels = importlib.import_module("pondlib.nn.lif_kernels")
+        handlers = kernels.build_handlers(*_api_version())
+        proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+        pointers = tuple(proto(h.address) for h in handlers)
+        for name, pointer in zip((_FWD_TARGET, _BWD_TARGET), pointers):
+            ffi.register_ffi_target(name, ffi.pycapsule(pointer), platform="cpu")
+    except Exception:  # any failure here means: keep the XLA loops
+        return False
+    _state["keep"] = (handlers, pointers)  # the compiled code must outlive every call
+    return _self_test()
+
+
+def _self_test() -> bool:
+    """The forward kernel against the same loop in XLA on a small random layer, run once (eagerly, also
+    when the first use is inside a trace): a kernel that misreads XLA's call frame gives other numbers
+    (or none) and stays unused."""
+    rng = np.random.default_rng(0)
+    steps, n = 5, 6
+    bounds = ((0.5, 1.0), (0.5, 1.0), (0.5, 2.0))
+    try:
+        with jax.ensure_compile_time_eval():
+            x = jnp.asarray(rng.normal(0.6, 0.5, (steps, 1, n)), jnp.float32)
+            alpha, beta, threshold = (jnp.asarray(rng.uniform(lo, hi, n), jnp.float32) for lo, hi in bounds)
+            zero = jnp.zeros((1, n), jnp.float32)
+            pre = lif_forward(x, alpha, beta, threshold, alpha * 0, zero, zero, 3.0)[0][:, 0]
+            ref, i, v = [], zero[0], zero[0]
+            for t in range(steps):
+                i = (i + x[t, 0]) * beta
+                p = v * alpha + i
+                s = jnp.where(p >= threshold, jnp.clip(jnp.floor(p / threshold), 0, 3.0), 0.0)
+                v = p - s * threshold
+                ref.append(p)
+            return bool(jnp.allclose(pre, jnp.stack(ref), rtol=1e-6, atol=1e-6))
+    except Exception:  # a kernel that cannot run stays unused
+        return False
+
+
+@contextlib.contextmanager
+def per_device() -> Iterator[None]:
+    """Within the block, code is traced per device (the body of a ``jax.shard_map``, as in
+    :func:`pondlib.nn.parallel.split_call`): the kernels may run there with several devices too, each
+    device calling them on its own rows.
+
+    Example:
+        >>> with per_device():
+        ...     pass
+    """
+    token = _per_device.set(True)
+    try:
+        yield
+    finally:
+        _per_device.reset(token)
+
+
+def eligible(*arrays: Any) -> bool:
+    """Whether the kernels may run for a layer with these arrays (``None`` for an absent one, e.g. a
+    non-recurrent layer's ``w_rec``, is refused): every array float32, one JAX device (or tracing per
+    device: :func:`per_device`), kernels available."""
+    if any(a is None or jnp.result_type(a) != jnp.float32 for a in arrays):
+        return False
+    return (jax.device_count() == 1 or _per_device.get()) and available()
+
+
+def _f32(shape: tuple) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, jnp.float32)
+
+
+def lif_forward(x, alpha, beta, threshold, bias, i0, v0, cap) -> tuple[jax.Array, ...]:
+    """The forward loop on CPU: x (T, B', N' k) -> ``(pre (T, B', N'), q (T, B', N' k), spikes (T, B',
+    N'), i_final (B', N' k), v_final (B', N'))`` from the initial state ``i0`` (B', N' k), ``v0``
+    (B', N'); ``alpha``, ``threshold``, ``bias`` (N',), ``beta`` (N' k,) float32, ``cap`` a number
+    (module docstring: equations). Callers pass B' = 1 and the batch folded into N' (parameters tiled):
+    one long row per step is the fastest shape."""
+    available()
+    steps, rows, mk = x.shape
+    m = alpha.shape[0]
+    out = (_f32((steps, rows, m)), _f32((steps, rows, mk)), _f32((steps, rows, m)), _f32((rows, mk)), _f32((rows, m)))
+    call = jax.ffi.ffi_call(_FWD_TARGET, out, vmap_method="sequential")
+    return tuple(call(x, alpha, beta, threshold, bias, i0, v0, jnp.full((1,), cap, jnp.float32)))
+
+
+def lif_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple[jax.Array, ...]:
+    """The adjoint loop on CPU for a non-recurrent layer whose only cotangent is the spikes' ``g``
+    (T, B', N'), from the residuals ``pre`` (T, B', N'), ``q`` (T, B', N' k) and the initial membrane
+    ``v0`` (B', N'): ``(sum_alpha (N',), sum_beta (N' k,), sum_threshold (N',), sum_bias (N',),
+    dx (T, B', N' k), d_i0 (B', N' k), d_v0 (B', N'))``, the gradient sums over time and B' and the
+    cotangents of :func:`pondlib.nn.adjoint._bwd` (equations there). Shapes as in :func:`lif_forward`."""
+    available()
+    kind = _KINDS[surrogate.kind]
+    scale = math.pi * surrogate.scale if surrogate.kind == "arctan" else surrogate.scale
+    cfg = jnp.asarray([cap, scale, kind], jnp.float32)
+    steps, rows, m = pre.shape
+    mk = q.shape[2]
+    out = (_f32((m,)), _f32((mk,)), _f32((m,)), _f32((m,)), _f32((steps, rows, mk)), _f32((rows, mk)), _f32((rows, m)))
+    call = jax.ffi.ffi_call(_BWD_TARGET, out, vmap_method="sequential")
+    return tuple(call(pre, q, g, alpha, beta, threshold, v0, cfg))
