@@ -14,13 +14,15 @@ Bernoulli input spikes (rate 5 % per step), T = 200 steps.
 
 Each device count runs in its own subprocess started with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=D`` (JAX fixes the count at start-up). After one
-compiling call, ``--repeats`` calls are timed one by one; the figure is the median. The speed-up is the
-2-device throughput over the 1-device throughput. On a shared machine the figures move with the load:
-the JSON records the load average at the start.
+compiling call, ``--repeats`` calls are timed one by one; a run's figure is the median. The device
+counts take turns over ``--rounds`` rounds (1, 2, 1, 2, ...: a load change hits both alike), and each
+figure reported is the median over the rounds. The speed-up is the 2-device throughput over the
+1-device throughput. On a shared machine the figures move with the load: the JSON records the load
+average at the start.
 
 Usage::
 
-    python benchmarks/scaling.py [--repeats 10] [--devices 1,2] [--json PATH]
+    python benchmarks/scaling.py [--repeats 10] [--rounds 3] [--devices 1,2] [--json PATH]
 """
 
 from __future__ import annotations
@@ -117,11 +119,17 @@ def run_with_devices(d: int, repeats: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of all device counts")
     ap.add_argument("--devices", default="1,2")
     ap.add_argument("--json", type=Path, default=RESULTS)
     args = ap.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    runs = [run_with_devices(int(d), args.repeats) for d in args.devices.split(",")]
+    counts = [int(d) for d in args.devices.split(",")]
+    rounds = [[run_with_devices(d, args.repeats) for d in counts] for _ in range(args.rounds)]
+    runs = [
+        {key: statistics.median(r[i][key] for r in rounds) for key in rounds[0][i]} | {"devices": d}
+        for i, d in enumerate(counts)
+    ]
     for r in runs:
         print(
             f"{r['devices']} device(s): inference {r['inference_samples_per_s']:.0f} samples/s (call), "
@@ -149,6 +157,7 @@ def main() -> None:
         "runs": runs,
         "speedup": speedup,
         "repeats": args.repeats,
+        "rounds": args.rounds,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "loadavg_1min_at_start": load},
         "note": "host CPU devices (XLA_FLAGS) on one 2-core machine: each device count in its own process, "
         "the load average at the start recorded",

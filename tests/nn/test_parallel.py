@@ -27,10 +27,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from pondlib import nn
 from pondlib.errors import PondError
-from pondlib.nn import parallel
+from pondlib.nn import native, parallel
 from pondlib.training import evaluate, fit, predict
 from tests.strategies import assert_pond_error, bad_counts, bad_types
 
@@ -58,6 +60,12 @@ def _results(devices) -> dict[str, np.ndarray]:
         res[f"param{i}"] = leaf
     res["pred"] = predict(net, x, batch_size=8, devices=devices)
     res["acc"] = np.asarray(evaluate(net, x, y, batch_size=8, devices=devices))
+    # a user's own jit with the batch sharded by XLA's partitioner (no shard_map): same gradients
+    xg = x[:20] if devices == 1 else jax.device_put(x[:20], NamedSharding(parallel.data_mesh(2), P("batch")))
+    grad = jax.jit(jax.grad(lambda n, xb: jnp.sum(n(xb)[0] * jnp.arange(3.0))))
+    res["grad_native"] = np.asarray(native.available() and "pondlib_lif" in grad.lower(net, xg).as_text())
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(grad(net, xg))):
+        res[f"grad{i}"] = leaf
     return {k: np.asarray(v) for k, v in res.items()}
 
 
@@ -131,6 +139,14 @@ def test_two_device_training_equal(two_devices, one_device):
     net, _, _ = _problem()
     w0 = np.asarray(net.layers[0].weight)
     assert np.abs(one_device["param0"] - w0).max() > 1e-4  # training moved the weights
+
+
+def test_two_device_gradient_of_a_partitioned_batch(two_devices, one_device):
+    assert bool(two_devices["grad_native"]) == bool(one_device["grad_native"]) == native.available()
+    keys = [k for k in one_device if k.startswith("grad") and k != "grad_native"]
+    assert keys and any(np.abs(one_device[k]).max() > 0 for k in keys)
+    for k in keys:
+        np.testing.assert_allclose(two_devices[k], one_device[k], rtol=1e-5, atol=1e-6, err_msg=k)
 
 
 def test_two_device_refusals(two_devices):
@@ -212,7 +228,7 @@ def test_bad_sharded_call_input():
 _CORES_SCRIPT = """
 import jax
 from pondlib.errors import PondError
-from pondlib.nn import parallel
+from pondlib.nn import native, parallel
 assert parallel.use_cpu_cores(3) == 3 and jax.device_count() == 3
 try:
     parallel.use_cpu_cores(2)  # too late: JAX has started its devices
