@@ -229,28 +229,16 @@ def _d_state0(state0, batch, n, k, d_i0, d_v0, dtype):
 
 
 def _native_bwd(cap, surrogate, res, g_spikes):
-    """:func:`pondlib.nn.native.lif_backward` on the batch flattened into the neuron axis; the
-    per-neuron sums are then summed over the batch, as the XLA loop's per-sample accumulators are."""
+    """:func:`pondlib.nn.native.layer_backward` (the kernel on the batch folded into the neurons)."""
     alpha, beta, threshold, _, state0, pre, q, _, dx_flag, _ = res
     n, k = beta.shape
-    steps, batch = pre.shape[0], pre.shape[1:-1]
-    rows = math.prod(batch)
+    batch = pre.shape[1:-1]
     v0 = _initial(state0, batch, n, k)[1]
-    a_alpha, a_beta, a_th, a_bias, dx, d_i0, d_v0 = native.lif_backward(
-        pre.reshape(steps, 1, rows * n),
-        q.reshape(steps, 1, rows * n * k),
-        g_spikes.reshape(steps, 1, rows * n).astype(pre.dtype),
-        *(jnp.tile(a, rows) for a in (alpha, beta.reshape(n * k), threshold)),
-        v0.reshape(1, rows * n),
-        cap,
-        surrogate,
+    d_alpha, d_beta, d_th, d_bias, dx, d_i0, d_v0 = native.layer_backward(
+        pre, q, g_spikes, alpha, beta, threshold, v0, cap, surrogate
     )
-    bred = tuple(range(len(batch)))
-    d_alpha, d_th, d_bias = (jnp.sum(a.reshape(batch + (n,)), axis=bred) for a in (a_alpha, a_th, a_bias))
-    d_beta = jnp.sum(a_beta.reshape(batch + (n * k,)), axis=bred).reshape(n, k)
     d_state0 = _d_state0(state0, batch, n, k, d_i0, d_v0, pre.dtype)
-    dx = dx.reshape(q.shape) if dx_flag is not None else None
-    return d_alpha, d_beta, d_th, d_bias, None, dx, d_state0
+    return d_alpha, d_beta, d_th, d_bias, None, (dx if dx_flag is not None else None), d_state0
 
 
 def _bwd_xla(cap, surrogate, res, cts):

@@ -272,6 +272,80 @@ def _backward(pre, q, g, alpha, beta, th, v0, cfg, a_alpha, a_beta, a_th, a_bias
             d_i0[b * mk + j] = lam_q[b, j]
 
 
+@numba.njit(inline="always")
+def _clip(v, lo, hi):
+    return lo if v < lo else (hi if v > hi else v)
+
+
+@numba.njit(inline="always")
+def _shift_decay(v, f):
+    """``floor(v f)``, or ``sign(v)`` where that is 0: the chip's ``v >> d`` (``f = 2^-d``) with its
+    minimum step of one toward zero."""
+    zero, one = np.float32(0.0), np.float32(1.0)
+    e = np.floor(v * f)
+    sign = one if v > zero else (-one if v < zero else zero)
+    return e if e != zero else sign
+
+
+@numba.njit(inline="always")
+def _exact_count(p, th, cap):
+    """``min(floor(p / th), cap)`` where ``p >= th``, else 0, corrected for the rounding of the
+    quotient (the count of :func:`pondlib.nn.xylo_adjoint._count` in integer mode)."""
+    zero, one = np.float32(0.0), np.float32(1.0)
+    n0 = np.floor(p / th)
+    r = p - n0 * th
+    n0 = n0 + (one if r >= th else zero) - (one if r < zero else zero)
+    return _clip(n0, zero, cap) if p >= th else zero
+
+
+@numba.njit(inline="always")
+def _xylo_row(ct, f_mem, f_syn, th, bias, cap, lo, hi, pt, qt, st, i, v, k):
+    """One integer step of a Xylo layer for all M neurons (the step of
+    :func:`pondlib.nn.xylo_adjoint._make_step` without recurrence: 16-bit saturations ``[lo, hi]``,
+    bit-shift decays): reads the input current row ``ct`` (M k), updates ``i`` (M k) and the membrane
+    after reset ``v`` (M) in place, writes the rows of ``pre``, ``q`` and ``spikes``. Every value is a
+    whole number below 2^24, so each operation is exact and the order of the synapse sum is free."""
+    for n in range(th.shape[0]):
+        syn = np.float32(0.0)
+        for j in range(k):
+            m = n * k + j
+            qq = _clip(i[m] + ct[m], lo, hi)
+            ii = qq - _shift_decay(qq, f_syn[m])
+            i[m] = ii
+            qt[m] = qq
+            syn = syn + ii
+        vn = v[n]
+        dv = _clip(syn - _shift_decay(vn, f_mem[n]), lo, hi)
+        dv = _clip(dv + bias[n], lo, hi)
+        p = _clip(vn + dv, lo, hi)
+        s = _exact_count(p, th[n], cap)
+        v[n] = p - s * th[n]
+        pt[n] = p
+        st[n] = s
+
+
+@numba.njit(boundscheck=False, error_model="numpy", cache=True)
+def _xylo_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f):  # pragma: no cover - compiled
+    """cur (T, B', M k) -> pre (T, B', M), q (T, B', M k), spikes (T, B', M) from the initial state
+    ``i0`` (B', M k), ``v0`` (B', M) to the final synaptic state ``i_f``; ``cfg`` = [cap, lo, hi].
+    Loop shape as in :func:`_forward`."""
+    cap, lo, hi = cfg[0], cfg[1], cfg[2]
+    k = cur.shape[2] // th.shape[0]
+    i = i0.copy()
+    v = v0.copy()
+    for t in range(cur.shape[0]):
+        for b in range(cur.shape[1]):
+            if k == 1:
+                _xylo_row(
+                    cur[t, b], f_mem, f_syn, th, bias, cap, lo, hi, pre[t, b], q[t, b], spikes[t, b], i[b], v[b], 1
+                )
+            else:
+                _xylo_row(
+                    cur[t, b], f_mem, f_syn, th, bias, cap, lo, hi, pre[t, b], q[t, b], spikes[t, b], i[b], v[b], k
+                )
+    i_f[:] = i
+
+
 # -- the FFI handlers -------------------------------------------------------------------------------
 
 # XLA_FFI_CallFrame, XLA_FFI_Args / XLA_FFI_Rets and XLA_FFI_Buffer sizes as XLA reports them (up to
@@ -293,10 +367,11 @@ def _layout_known(frame, n_args, n_rets):
     return True
 
 
-def build_handlers(major: int, minor: int) -> tuple[Any, Any]:
+def build_handlers(major: int, minor: int) -> tuple[Any, Any, Any]:
     """Compile the FFI handlers (numba cfuncs taking an XLA_FFI_CallFrame*, returning NULL: no error)
     answering metadata requests with API version ``major.minor``. Argument and result order are those
-    of :func:`pondlib.nn.native.lif_forward` and :func:`pondlib.nn.native.lif_backward`."""
+    of :func:`pondlib.nn.native.lif_forward`, :func:`pondlib.nn.native.lif_backward` and
+    :func:`pondlib.nn.native.xylo_forward`."""
     major, minor = np.int32(major), np.int32(minor)
 
     @numba.cfunc(types.voidptr(types.voidptr))
@@ -347,4 +422,26 @@ def build_handlers(major: int, minor: int) -> tuple[Any, Any]:
         _backward(pre, q, g, alpha, beta, th, v0, cfg, a_alpha, a_beta, a_th, a_bias, dx, d_i0, d_v0)
         return _null()
 
-    return forward_handler, backward_handler
+    @numba.cfunc(types.voidptr(types.voidptr))
+    def xylo_forward_handler(frame_ptr):  # pragma: no cover - called by XLA
+        frame = _address(frame_ptr)
+        if _answer_metadata(frame, major, minor) or not _layout_known(frame, 8, 4):
+            return _null()
+        steps, rows, mk = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
+        m = _dim(frame, _ARGS, 1, 0)
+        cur = carray(_data(frame, _ARGS, 0), (steps, rows, mk))
+        f_mem = carray(_data(frame, _ARGS, 1), (m,))
+        f_syn = carray(_data(frame, _ARGS, 2), (mk,))
+        th = carray(_data(frame, _ARGS, 3), (m,))
+        bias = carray(_data(frame, _ARGS, 4), (m,))
+        i0 = carray(_data(frame, _ARGS, 5), (rows, mk))
+        v0 = carray(_data(frame, _ARGS, 6), (rows, m))
+        cfg = carray(_data(frame, _ARGS, 7), (3,))
+        pre = carray(_data(frame, _RETS, 0), (steps, rows, m))
+        q = carray(_data(frame, _RETS, 1), (steps, rows, mk))
+        spikes = carray(_data(frame, _RETS, 2), (steps, rows, m))
+        i_f = carray(_data(frame, _RETS, 3), (rows, mk))
+        _xylo_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f)
+        return _null()
+
+    return forward_handler, backward_handler, xylo_forward_handler

@@ -1,4 +1,5 @@
-r"""Compiled CPU kernels for the LIF adjoint's two time loops, called from XLA through its FFI.
+r"""Compiled CPU kernels for the LIF adjoint's two time loops (and the Xylo layer's integer forward
+loop), called from XLA through its FFI.
 
 On a CPU, XLA runs a :func:`jax.lax.scan` step as a handful of separately compiled kernels. Each one
 reads and writes whole ``(*batch, N)`` arrays, and the carried state is copied between iterations. For
@@ -45,6 +46,13 @@ platform uses the XLA loop. Under
 runs a self-test against XLA and keeps the XLA loops if it fails; ``PONDLIB_NATIVE=0`` in the
 environment turns the kernels off.
 
+The hardware-aware Xylo layer (:mod:`pondlib.nn.xylo_adjoint`) uses them too: its adjoint recursion
+is the float LIF's with :math:`\alpha = 1 - f_{mem}`, :math:`\beta = 1 - f_{syn}`
+(:func:`layer_backward`), and :func:`xylo_forward` runs its chip-arithmetic forward step (16-bit
+saturations, bit-shift decays, exact spike counts; every value a whole number, so bit for bit the
+XLA loop's). On ``benchmarks/train_step.py`` the Xylo-aware step went from 17.4 ms (1.97x the plain
+step) to 10 ms (1.1x).
+
 Example:
     >>> import jax.numpy as jnp
     >>> from pondlib.nn import native
@@ -75,6 +83,7 @@ __all__ = ["available"]
 
 _FWD_TARGET = "pondlib_lif_forward"
 _BWD_TARGET = "pondlib_lif_backward"
+_XYLO_TARGET = "pondlib_xylo_forward"
 _KINDS = {"fast_sigmoid": 0, "triangle": 1, "arctan": 2}
 
 _lock = threading.RLock()  # re-entered by the self-test, which calls the kernels
@@ -126,7 +135,7 @@ def _register() -> bool:
         handlers = kernels.build_handlers(*_api_version())
         proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
         pointers = tuple(proto(h.address) for h in handlers)
-        for name, pointer in zip((_FWD_TARGET, _BWD_TARGET), pointers):
+        for name, pointer in zip((_FWD_TARGET, _BWD_TARGET, _XYLO_TARGET), pointers, strict=True):
             ffi.register_ffi_target(name, ffi.pycapsule(pointer), platform="cpu")
     except Exception:  # any failure here means: keep the XLA loops
         return False
@@ -200,3 +209,79 @@ def lif_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple
     out = (_f32((m,)), _f32((mk,)), _f32((m,)), _f32((m,)), _f32((steps, rows, mk)), _f32((rows, mk)), _f32((rows, m)))
     call = jax.ffi.ffi_call(_BWD_TARGET, out, vmap_method="sequential")
     return tuple(call(pre, q, g, alpha, beta, threshold, v0, cfg))
+
+
+def layer_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple[jax.Array, ...]:
+    """:func:`lif_backward` for a layer of N neurons with k synapses each and any batch shape ``*b``:
+    the batch is folded into the neuron axis (parameters tiled), the per-neuron sums then summed over
+    it, as the XLA loops' per-sample accumulators are.
+
+    Args:
+        pre: (T, *b, N) membranes before reset; ``q`` (T, *b, N k) synaptic states before decay; ``g``
+            (T, *b, N) the spikes' cotangent.
+        alpha, threshold: (N,); ``beta`` (N, k); ``v0`` (*b, N) the initial membrane.
+        cap, surrogate: as for :func:`lif_backward`.
+
+    Returns:
+        ``(d_alpha (N,), d_beta (N, k), d_threshold (N,), d_bias (N,), dx (T, *b, N k), d_i0 (*b, N k),
+        d_v0 (*b, N))``.
+    """
+    n, k = beta.shape
+    steps, batch = pre.shape[0], pre.shape[1:-1]
+    rows = math.prod(batch)
+    a_alpha, a_beta, a_th, a_bias, dx, d_i0, d_v0 = lif_backward(
+        pre.reshape(steps, 1, rows * n),
+        q.reshape(steps, 1, rows * n * k),
+        g.reshape(steps, 1, rows * n).astype(jnp.float32),
+        *(jnp.tile(a, rows) for a in (alpha, beta.reshape(n * k), threshold)),
+        v0.reshape(1, rows * n),
+        cap,
+        surrogate,
+    )
+    bred = tuple(range(len(batch)))
+    d_alpha, d_th, d_bias = (jnp.sum(a.reshape(batch + (n,)), axis=bred) for a in (a_alpha, a_th, a_bias))
+    d_beta = jnp.sum(a_beta.reshape(batch + (n * k,)), axis=bred).reshape(n, k)
+    return (
+        d_alpha,
+        d_beta,
+        d_th,
+        d_bias,
+        dx.reshape(q.shape),
+        d_i0.reshape(batch + (n * k,)),
+        d_v0.reshape(batch + (n,)),
+    )
+
+
+def xylo_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cap, lo, hi) -> tuple[jax.Array, ...]:
+    """The integer forward loop of a non-recurrent Xylo layer on CPU (the step of
+    :func:`pondlib.nn.xylo_adjoint._make_step` with ``integer``: saturation to ``[lo, hi]``, bit-shift
+    decays, exact spike counts), any batch shape ``*b`` folded into the neuron axis.
+
+    Args:
+        cur: (T, *b, N k) input currents in chip units (whole numbers, float32).
+        f_mem: (N,) and ``f_syn`` (N, k) decay factors ``2^-d``; ``threshold``, ``bias`` (N,).
+        i0: (*b, N k) initial synaptic state; ``v0`` (*b, N) initial membrane.
+        cap, lo, hi: spike cap per step, state range.
+
+    Returns:
+        ``(pre (T, *b, N), q (T, *b, N k), spikes (T, *b, N), i_final (*b, N k))``: the membrane
+        before reset, the saturated synaptic state before decay, the spike counts and the final
+        synaptic state, equal to the XLA loop's bit for bit (every operation is exact on whole
+        numbers below 2^24).
+    """
+    available()
+    n, k = f_syn.shape
+    steps, batch = cur.shape[0], cur.shape[1:-1]
+    rows = math.prod(batch)
+    m, mk = rows * n, rows * n * k
+    out = (_f32((steps, 1, m)), _f32((steps, 1, mk)), _f32((steps, 1, m)), _f32((1, mk)))
+    call = jax.ffi.ffi_call(_XYLO_TARGET, out, vmap_method="sequential")
+    pre, q, spikes, i_f = call(
+        cur.reshape(steps, 1, mk),
+        *(jnp.tile(a, rows) for a in (f_mem, f_syn.reshape(n * k), threshold, bias)),
+        i0.reshape(1, mk),
+        v0.reshape(1, m),
+        jnp.asarray([cap, lo, hi], jnp.float32),
+    )
+    shape = cur.shape[:-1] + (n,)
+    return pre.reshape(shape), q.reshape(cur.shape), spikes.reshape(shape), i_f.reshape(batch + (n * k,))

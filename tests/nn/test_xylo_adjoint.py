@@ -19,6 +19,7 @@ import optax
 import pytest
 
 from pondlib import nn
+from pondlib.nn import native
 from pondlib.nn.xylo_lif import XyloLIF, XyloLIFState
 from pondlib.transform import xylo_aware
 from tests.strategies import assert_trees_close
@@ -240,3 +241,54 @@ def test_network_gradients_float32():
     (ref_v, ref), (got_v, got) = jax.jit(both)(net, x, y)
     assert float(ref_v) == float(got_v)
     assert_trees_close(ref, got, rtol=2e-5)
+
+
+NATIVE_CASES = {  # non-recurrent layers trained on their spikes: the backward runs the CPU kernel
+    "chip": CASES["chip"],
+    "chip-k2-unbatched-one-step": CASES["chip-k2-unbatched-one-step"],
+    "chip-saturating-clipped": CASES["chip-saturating-clipped"],
+    "chip-global-triangle": CASES["chip-global-triangle"],
+    "float-k2-arctan-capped": (dict(n_in=4, n=3, k=2, quantize=None, kind="arctan", cap=2), (2, 2), 12),
+}
+
+
+@pytest.mark.skipif(not native.available(), reason="the native kernels could not be registered here")
+@pytest.mark.parametrize("name", list(NATIVE_CASES))
+def test_kernel_backward_equals_the_xla_loop(name, monkeypatch):
+    """float32, the spikes' cotangent only: the kernel of :mod:`pondlib.nn.native` (the float LIF's
+    recursion with alpha = 1 - f_mem, beta = 1 - f_syn) gives the XLA loop's gradients."""
+    kwargs, batch, T = NATIVE_CASES[name]
+    layer = _layer(**kwargs)
+    x, state = _inputs(layer, T, batch, seed=5, integer=layer.quantize is not None)
+    grad = jax.jit(jax.grad(_loss(("spikes",), False), argnums=(0, 1, 2)))
+    assert "pondlib_lif_backward" in grad.lower(layer, x, state).as_text()
+    got = grad(layer, x, state)
+    monkeypatch.setattr(native, "eligible", lambda *a: False)
+    xla = jax.jit(jax.grad(_loss(("spikes",), False), argnums=(0, 1, 2)))
+    assert "pondlib_lif_backward" not in xla.lower(layer, x, state).as_text()
+    ref = xla(layer, x, state)
+    assert np.abs(np.asarray(ref[0].weight)).max() > 0  # the loss reaches the weights
+    assert_trees_close(ref, got, rtol=2e-5)
+
+
+@pytest.mark.skipif(not native.available(), reason="the native kernels could not be registered here")
+@pytest.mark.parametrize("name", [n for n in NATIVE_CASES if n.startswith("chip")] + ["chip-capped"])
+def test_kernel_forward_bit_identical(name):
+    """Chip arithmetic, non-recurrent: the forward passes of training and of inference (the kernel of
+    :func:`pondlib.nn.native.xylo_forward`) give the reference scan's spikes and final state bit for bit."""
+    kwargs, batch, T = (dict(n_in=5, n=6, k=2, cap=1, delay=True), (2,), 15) if name == "chip-capped" else CASES[name]
+    layer = _layer(**kwargs)
+    x, state = _inputs(layer, T, batch, seed=6, integer=True)
+
+    def trained(m, x, s):  # the primal of a vjp runs the custom rule's forward pass
+        return jax.vjp(lambda m: _run(m, x, s, False, False)[:2], m)[0]
+
+    for fn in (jax.jit(trained), jax.jit(lambda m, x, s: _run(m, x, s, False, False)[:2])):  # training, inference
+        assert "pondlib_xylo_forward" in fn.lower(layer, x, state).as_text()
+        got = fn(layer, x, state)
+        ref = jax.jit(lambda m, x, s: _run(m, x, s, False, True)[:2])(layer, x, state)
+        _equal(ref, got)
+    spikes = np.asarray(ref[0])
+    assert spikes.sum() > 0
+    if layer.max_spikes == 1:
+        assert spikes.max() == 1  # counts stay within the cap
