@@ -32,7 +32,7 @@ from numba import carray
 from numba.core import types
 from numba.extending import intrinsic
 
-__all__ = ["build_handlers"]
+__all__ = ["handlers"]
 
 # -- raw memory access for the FFI call frame (the 64-bit layout of xla/ffi/api/c_api.h) ---------
 
@@ -43,6 +43,14 @@ def _load64(typingctx, addr):
         return builder.load(builder.inttoptr(args[0], ir.IntType(64).as_pointer()))
 
     return types.int64(types.int64), codegen
+
+
+@intrinsic
+def _load32(typingctx, addr):
+    def codegen(context, builder, signature, args):
+        return builder.load(builder.inttoptr(args[0], ir.IntType(32).as_pointer()))
+
+    return types.int32(types.int64), codegen
 
 
 @intrinsic
@@ -108,20 +116,6 @@ def _data(frame, part, index):
 @numba.njit(inline="always")
 def _dim(frame, part, index, axis):
     return _load64(_load64(_buffer(frame, part, index) + 40) + 8 * axis)
-
-
-@numba.njit(inline="always")
-def _answer_metadata(frame, major, minor):
-    """When XLA asks for the handler's metadata (an XLA_FFI_Metadata_Extension in the frame's extension
-    chain), write the API version and no traits, and say so."""
-    ext = _load64(frame + 8)
-    if ext == 0 or (_load64(ext + 8) & 0xFFFFFFFF) != 1:
-        return False
-    metadata = _load64(ext + 24)
-    _store32(metadata + 24, major)
-    _store32(metadata + 28, minor)
-    _store32(metadata + 32, np.int32(0))
-    return True
 
 
 # -- the kernels -------------------------------------------------------------------------------------
@@ -367,81 +361,97 @@ def _layout_known(frame, n_args, n_rets):
     return True
 
 
-def build_handlers(major: int, minor: int) -> tuple[Any, Any, Any]:
-    """Compile the FFI handlers (numba cfuncs taking an XLA_FFI_CallFrame*, returning NULL: no error)
-    answering metadata requests with API version ``major.minor``. Argument and result order are those
-    of :func:`pondlib.nn.native.lif_forward`, :func:`pondlib.nn.native.lif_backward` and
-    :func:`pondlib.nn.native.xylo_forward`."""
-    major, minor = np.int32(major), np.int32(minor)
+@numba.njit(inline="always")
+def _answer_metadata(frame):
+    """When XLA asks for the handler's metadata (an XLA_FFI_Metadata_Extension in the frame's extension
+    chain), write XLA's own API version (``XLA_FFI_Api.api_version`` of the frame's ``api``: major and
+    minor at bytes 32 and 36) and no traits, and say so."""
+    ext = _load64(frame + 8)
+    if ext == 0 or (_load64(ext + 8) & 0xFFFFFFFF) != 1:
+        return False
+    api = _load64(frame + 16)
+    metadata = _load64(ext + 24)
+    _store32(metadata + 24, _load32(api + 32))
+    _store32(metadata + 28, _load32(api + 36))
+    _store32(metadata + 32, np.int32(0))
+    return True
 
-    @numba.cfunc(types.voidptr(types.voidptr))
-    def forward_handler(frame_ptr):  # pragma: no cover - called by XLA
-        frame = _address(frame_ptr)
-        if _answer_metadata(frame, major, minor) or not _layout_known(frame, 8, 5):
-            return _null()
-        steps, rows, mk = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
-        m = _dim(frame, _ARGS, 1, 0)
-        x = carray(_data(frame, _ARGS, 0), (steps, rows, mk))
-        alpha = carray(_data(frame, _ARGS, 1), (m,))
-        beta = carray(_data(frame, _ARGS, 2), (mk,))
-        th = carray(_data(frame, _ARGS, 3), (m,))
-        bias = carray(_data(frame, _ARGS, 4), (m,))
-        i0 = carray(_data(frame, _ARGS, 5), (rows, mk))
-        v0 = carray(_data(frame, _ARGS, 6), (rows, m))
-        cap = carray(_data(frame, _ARGS, 7), (1,))[0]
-        pre = carray(_data(frame, _RETS, 0), (steps, rows, m))
-        q = carray(_data(frame, _RETS, 1), (steps, rows, mk))
-        spikes = carray(_data(frame, _RETS, 2), (steps, rows, m))
-        i_f = carray(_data(frame, _RETS, 3), (rows, mk))
-        v_f = carray(_data(frame, _RETS, 4), (rows, m))
-        _forward(x, alpha, beta, th, bias, cap, pre, q, spikes, i0, v0, i_f, v_f)
+
+@numba.cfunc(types.voidptr(types.voidptr), cache=True)
+def _forward_handler(frame_ptr):  # pragma: no cover - called by XLA
+    frame = _address(frame_ptr)
+    if _answer_metadata(frame) or not _layout_known(frame, 8, 5):
         return _null()
+    steps, rows, mk = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
+    m = _dim(frame, _ARGS, 1, 0)
+    x = carray(_data(frame, _ARGS, 0), (steps, rows, mk))
+    alpha = carray(_data(frame, _ARGS, 1), (m,))
+    beta = carray(_data(frame, _ARGS, 2), (mk,))
+    th = carray(_data(frame, _ARGS, 3), (m,))
+    bias = carray(_data(frame, _ARGS, 4), (m,))
+    i0 = carray(_data(frame, _ARGS, 5), (rows, mk))
+    v0 = carray(_data(frame, _ARGS, 6), (rows, m))
+    cap = carray(_data(frame, _ARGS, 7), (1,))[0]
+    pre = carray(_data(frame, _RETS, 0), (steps, rows, m))
+    q = carray(_data(frame, _RETS, 1), (steps, rows, mk))
+    spikes = carray(_data(frame, _RETS, 2), (steps, rows, m))
+    i_f = carray(_data(frame, _RETS, 3), (rows, mk))
+    v_f = carray(_data(frame, _RETS, 4), (rows, m))
+    _forward(x, alpha, beta, th, bias, cap, pre, q, spikes, i0, v0, i_f, v_f)
+    return _null()
 
-    @numba.cfunc(types.voidptr(types.voidptr))
-    def backward_handler(frame_ptr):  # pragma: no cover - called by XLA
-        frame = _address(frame_ptr)
-        if _answer_metadata(frame, major, minor) or not _layout_known(frame, 8, 7):
-            return _null()
-        steps, rows, m = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
-        mk = _dim(frame, _ARGS, 1, 2)
-        pre = carray(_data(frame, _ARGS, 0), (steps, rows, m))
-        q = carray(_data(frame, _ARGS, 1), (steps, rows, mk))
-        g = carray(_data(frame, _ARGS, 2), (steps, rows, m))
-        alpha = carray(_data(frame, _ARGS, 3), (m,))
-        beta = carray(_data(frame, _ARGS, 4), (mk,))
-        th = carray(_data(frame, _ARGS, 5), (m,))
-        v0 = carray(_data(frame, _ARGS, 6), (rows * m,))
-        cfg = carray(_data(frame, _ARGS, 7), (3,))
-        a_alpha = carray(_data(frame, _RETS, 0), (m,))
-        a_beta = carray(_data(frame, _RETS, 1), (mk,))
-        a_th = carray(_data(frame, _RETS, 2), (m,))
-        a_bias = carray(_data(frame, _RETS, 3), (m,))
-        dx = carray(_data(frame, _RETS, 4), (steps, rows, mk))
-        d_i0 = carray(_data(frame, _RETS, 5), (rows * mk,))
-        d_v0 = carray(_data(frame, _RETS, 6), (rows * m,))
-        _backward(pre, q, g, alpha, beta, th, v0, cfg, a_alpha, a_beta, a_th, a_bias, dx, d_i0, d_v0)
+
+@numba.cfunc(types.voidptr(types.voidptr), cache=True)
+def _backward_handler(frame_ptr):  # pragma: no cover - called by XLA
+    frame = _address(frame_ptr)
+    if _answer_metadata(frame) or not _layout_known(frame, 8, 7):
         return _null()
+    steps, rows, m = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
+    mk = _dim(frame, _ARGS, 1, 2)
+    pre = carray(_data(frame, _ARGS, 0), (steps, rows, m))
+    q = carray(_data(frame, _ARGS, 1), (steps, rows, mk))
+    g = carray(_data(frame, _ARGS, 2), (steps, rows, m))
+    alpha = carray(_data(frame, _ARGS, 3), (m,))
+    beta = carray(_data(frame, _ARGS, 4), (mk,))
+    th = carray(_data(frame, _ARGS, 5), (m,))
+    v0 = carray(_data(frame, _ARGS, 6), (rows * m,))
+    cfg = carray(_data(frame, _ARGS, 7), (3,))
+    a_alpha = carray(_data(frame, _RETS, 0), (m,))
+    a_beta = carray(_data(frame, _RETS, 1), (mk,))
+    a_th = carray(_data(frame, _RETS, 2), (m,))
+    a_bias = carray(_data(frame, _RETS, 3), (m,))
+    dx = carray(_data(frame, _RETS, 4), (steps, rows, mk))
+    d_i0 = carray(_data(frame, _RETS, 5), (rows * mk,))
+    d_v0 = carray(_data(frame, _RETS, 6), (rows * m,))
+    _backward(pre, q, g, alpha, beta, th, v0, cfg, a_alpha, a_beta, a_th, a_bias, dx, d_i0, d_v0)
+    return _null()
 
-    @numba.cfunc(types.voidptr(types.voidptr))
-    def xylo_forward_handler(frame_ptr):  # pragma: no cover - called by XLA
-        frame = _address(frame_ptr)
-        if _answer_metadata(frame, major, minor) or not _layout_known(frame, 8, 4):
-            return _null()
-        steps, rows, mk = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
-        m = _dim(frame, _ARGS, 1, 0)
-        cur = carray(_data(frame, _ARGS, 0), (steps, rows, mk))
-        f_mem = carray(_data(frame, _ARGS, 1), (m,))
-        f_syn = carray(_data(frame, _ARGS, 2), (mk,))
-        th = carray(_data(frame, _ARGS, 3), (m,))
-        bias = carray(_data(frame, _ARGS, 4), (m,))
-        i0 = carray(_data(frame, _ARGS, 5), (rows, mk))
-        v0 = carray(_data(frame, _ARGS, 6), (rows, m))
-        cfg = carray(_data(frame, _ARGS, 7), (3,))
-        pre = carray(_data(frame, _RETS, 0), (steps, rows, m))
-        q = carray(_data(frame, _RETS, 1), (steps, rows, mk))
-        spikes = carray(_data(frame, _RETS, 2), (steps, rows, m))
-        i_f = carray(_data(frame, _RETS, 3), (rows, mk))
-        _xylo_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f)
+
+@numba.cfunc(types.voidptr(types.voidptr), cache=True)
+def _xylo_handler(frame_ptr):  # pragma: no cover - called by XLA
+    frame = _address(frame_ptr)
+    if _answer_metadata(frame) or not _layout_known(frame, 8, 4):
         return _null()
+    steps, rows, mk = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
+    m = _dim(frame, _ARGS, 1, 0)
+    cur = carray(_data(frame, _ARGS, 0), (steps, rows, mk))
+    f_mem = carray(_data(frame, _ARGS, 1), (m,))
+    f_syn = carray(_data(frame, _ARGS, 2), (mk,))
+    th = carray(_data(frame, _ARGS, 3), (m,))
+    bias = carray(_data(frame, _ARGS, 4), (m,))
+    i0 = carray(_data(frame, _ARGS, 5), (rows, mk))
+    v0 = carray(_data(frame, _ARGS, 6), (rows, m))
+    cfg = carray(_data(frame, _ARGS, 7), (3,))
+    pre = carray(_data(frame, _RETS, 0), (steps, rows, m))
+    q = carray(_data(frame, _RETS, 1), (steps, rows, mk))
+    spikes = carray(_data(frame, _RETS, 2), (steps, rows, m))
+    i_f = carray(_data(frame, _RETS, 3), (rows, mk))
+    _xylo_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f)
+    return _null()
 
-    return forward_handler, backward_handler, xylo_forward_handler
+
+def handlers() -> tuple[Any, Any, Any]:
+    """The FFI handlers (numba cfuncs taking an XLA_FFI_CallFrame*, returning NULL: no error; compiled
+    once and cached with the kernels) of :func:`pondlib.nn.native.lif_forward`,
+    :func:`pondlib.nn.native.lif_backward` and :func:`pondlib.nn.native.xylo_forward`, in this order."""
+    return _forward_handler, _backward_handler, _xylo_handler

@@ -90,26 +90,10 @@ _lock = threading.RLock()  # re-entered by the self-test, which calls the kernel
 _state: dict[str, Any] = {}
 
 
-def _api_version() -> tuple[int, int]:
-    """XLA_FFI_API_MAJOR / MINOR of the installed jaxlib, read from the C header it ships."""
-    major, minor = 0, 1
-    try:
-        header = os.path.join(jax.ffi.include_dir(), "xla", "ffi", "api", "c_api.h")
-        with open(header) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) == 3 and parts[0] == "#define" and parts[1] == "XLA_FFI_API_MAJOR":
-                    major = int(parts[2])
-                if len(parts) == 3 and parts[0] == "#define" and parts[1] == "XLA_FFI_API_MINOR":
-                    minor = int(parts[2])
-    except (OSError, ValueError, AttributeError):
-        pass
-    return major, minor
-
-
 def available() -> bool:
     """True when the kernels are compiled and registered with XLA and pass their self-test (done once,
-    on first use: about a second). False when the environment says ``PONDLIB_NATIVE=0`` (read on every
+    on first use: about a second, the compiled code cached by numba; its first compilation in an
+    installation takes ~10 s). False when the environment says ``PONDLIB_NATIVE=0`` (read on every
     call), when this JAX has no FFI, or when registration or the self-test fails.
 
     Example:
@@ -132,7 +116,7 @@ def _register() -> bool:
         return False
     try:
         kernels = importlib.import_module("pondlib.nn.lif_kernels")
-        handlers = kernels.build_handlers(*_api_version())
+        handlers = kernels.handlers()
         proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
         pointers = tuple(proto(h.address) for h in handlers)
         for name, pointer in zip((_FWD_TARGET, _BWD_TARGET, _XYLO_TARGET), pointers, strict=True):
@@ -140,30 +124,38 @@ def _register() -> bool:
     except Exception:  # any failure here means: keep the XLA loops
         return False
     _state["keep"] = (handlers, pointers)  # the compiled code must outlive every call
+    _state["registered"] = True  # the self-test's calls find the targets registered
     return _self_test()
 
 
+def _ensure_registered() -> None:
+    """Register the kernels before a call of them (once; a no-op within the self-test)."""
+    if "registered" not in _state:
+        available()
+
+
 def _self_test() -> bool:
-    """The forward kernel against the same loop in XLA on a small random layer, run once (eagerly, also
+    """The forward kernel against the same loop in NumPy on a small random layer, run once (eagerly, also
     when the first use is inside a trace): a kernel that misreads XLA's call frame gives other numbers
     (or none) and stays unused."""
     rng = np.random.default_rng(0)
-    steps, n = 5, 6
+    steps, n = 16, 43  # whole vectors of 8 lanes and a remainder
     bounds = ((0.5, 1.0), (0.5, 1.0), (0.5, 2.0))
+    x = rng.normal(0.6, 0.5, (steps, n)).astype(np.float32)
+    alpha, beta, threshold = (rng.uniform(lo, hi, n).astype(np.float32) for lo, hi in bounds)
+    ref, i, v = [], np.zeros(n, np.float32), np.zeros(n, np.float32)
+    for t in range(steps):
+        i = (i + x[t]) * beta
+        p = v * alpha + i
+        s = np.where(p >= threshold, np.clip(np.floor(p / threshold), 0, 3.0), 0.0).astype(np.float32)
+        v = p - s * threshold
+        ref.append(p)
     try:
         with jax.ensure_compile_time_eval():
-            x = jnp.asarray(rng.normal(0.6, 0.5, (steps, 1, n)), jnp.float32)
-            alpha, beta, threshold = (jnp.asarray(rng.uniform(lo, hi, n), jnp.float32) for lo, hi in bounds)
             zero = jnp.zeros((1, n), jnp.float32)
-            pre = lif_forward(x, alpha, beta, threshold, alpha * 0, zero, zero, 3.0)[0][:, 0]
-            ref, i, v = [], zero[0], zero[0]
-            for t in range(steps):
-                i = (i + x[t, 0]) * beta
-                p = v * alpha + i
-                s = jnp.where(p >= threshold, jnp.clip(jnp.floor(p / threshold), 0, 3.0), 0.0)
-                v = p - s * threshold
-                ref.append(p)
-            return bool(jnp.allclose(pre, jnp.stack(ref), rtol=1e-6, atol=1e-6))
+            args = (jnp.asarray(a) for a in (x[:, None], alpha, beta, threshold, 0 * alpha))
+            pre = np.asarray(lif_forward(*args, zero, zero, 3.0)[0][:, 0])
+        return bool(np.allclose(pre, np.stack(ref), rtol=1e-5, atol=1e-5))
     except Exception:  # a kernel that cannot run stays unused
         return False
 
@@ -186,7 +178,7 @@ def lif_forward(x, alpha, beta, threshold, bias, i0, v0, cap) -> tuple[jax.Array
     (B', N'); ``alpha``, ``threshold``, ``bias`` (N',), ``beta`` (N' k,) float32, ``cap`` a number
     (module docstring: equations). Callers pass B' = 1 and the batch folded into N' (parameters tiled):
     one long row per step is the fastest shape."""
-    available()
+    _ensure_registered()
     steps, rows, mk = x.shape
     m = alpha.shape[0]
     out = (_f32((steps, rows, m)), _f32((steps, rows, mk)), _f32((steps, rows, m)), _f32((rows, mk)), _f32((rows, m)))
@@ -200,7 +192,7 @@ def lif_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple
     ``v0`` (B', N'): ``(sum_alpha (N',), sum_beta (N' k,), sum_threshold (N',), sum_bias (N',),
     dx (T, B', N' k), d_i0 (B', N' k), d_v0 (B', N'))``, the gradient sums over time and B' and the
     cotangents of :func:`pondlib.nn.adjoint._bwd` (equations there). Shapes as in :func:`lif_forward`."""
-    available()
+    _ensure_registered()
     kind = _KINDS[surrogate.kind]
     scale = math.pi * surrogate.scale if surrogate.kind == "arctan" else surrogate.scale
     cfg = jnp.asarray([cap, scale, kind], jnp.float32)
@@ -269,7 +261,7 @@ def xylo_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cap, lo, hi) -> tup
         synaptic state, equal to the XLA loop's bit for bit (every operation is exact on whole
         numbers below 2^24).
     """
-    available()
+    _ensure_registered()
     n, k = f_syn.shape
     steps, batch = cur.shape[0], cur.shape[1:-1]
     rows = math.prod(batch)
