@@ -377,27 +377,38 @@ def _answer_metadata(frame):
     return True
 
 
+@numba.njit(inline="always")
+def _forward_arrays(frame):
+    """The arrays of a forward call (:func:`pondlib.nn.native.lif_forward` and
+    :func:`pondlib.nn.native.xylo_forward` share their order): the input (T, B', M k), four
+    per-neuron parameters (M, M k, M, M), the initial state (B', M k), (B', M), the settings (1-D),
+    then the results pre (T, B', M), q (T, B', M k), spikes (T, B', M) and the final (B', M k)."""
+    steps, rows, mk = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
+    m = _dim(frame, _ARGS, 1, 0)
+    return (
+        carray(_data(frame, _ARGS, 0), (steps, rows, mk)),
+        carray(_data(frame, _ARGS, 1), (m,)),
+        carray(_data(frame, _ARGS, 2), (mk,)),
+        carray(_data(frame, _ARGS, 3), (m,)),
+        carray(_data(frame, _ARGS, 4), (m,)),
+        carray(_data(frame, _ARGS, 5), (rows, mk)),
+        carray(_data(frame, _ARGS, 6), (rows, m)),
+        carray(_data(frame, _ARGS, 7), (_dim(frame, _ARGS, 7, 0),)),
+        carray(_data(frame, _RETS, 0), (steps, rows, m)),
+        carray(_data(frame, _RETS, 1), (steps, rows, mk)),
+        carray(_data(frame, _RETS, 2), (steps, rows, m)),
+        carray(_data(frame, _RETS, 3), (rows, mk)),
+    )
+
+
 @numba.cfunc(types.voidptr(types.voidptr), cache=True)
 def _forward_handler(frame_ptr):  # pragma: no cover - called by XLA
     frame = _address(frame_ptr)
     if _answer_metadata(frame) or not _layout_known(frame, 8, 5):
         return _null()
-    steps, rows, mk = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
-    m = _dim(frame, _ARGS, 1, 0)
-    x = carray(_data(frame, _ARGS, 0), (steps, rows, mk))
-    alpha = carray(_data(frame, _ARGS, 1), (m,))
-    beta = carray(_data(frame, _ARGS, 2), (mk,))
-    th = carray(_data(frame, _ARGS, 3), (m,))
-    bias = carray(_data(frame, _ARGS, 4), (m,))
-    i0 = carray(_data(frame, _ARGS, 5), (rows, mk))
-    v0 = carray(_data(frame, _ARGS, 6), (rows, m))
-    cap = carray(_data(frame, _ARGS, 7), (1,))[0]
-    pre = carray(_data(frame, _RETS, 0), (steps, rows, m))
-    q = carray(_data(frame, _RETS, 1), (steps, rows, mk))
-    spikes = carray(_data(frame, _RETS, 2), (steps, rows, m))
-    i_f = carray(_data(frame, _RETS, 3), (rows, mk))
-    v_f = carray(_data(frame, _RETS, 4), (rows, m))
-    _forward(x, alpha, beta, th, bias, cap, pre, q, spikes, i0, v0, i_f, v_f)
+    x, alpha, beta, th, bias, i0, v0, cfg, pre, q, spikes, i_f = _forward_arrays(frame)
+    v_f = carray(_data(frame, _RETS, 4), v0.shape)
+    _forward(x, alpha, beta, th, bias, cfg[0], pre, q, spikes, i0, v0, i_f, v_f)
     return _null()
 
 
@@ -432,20 +443,7 @@ def _xylo_handler(frame_ptr):  # pragma: no cover - called by XLA
     frame = _address(frame_ptr)
     if _answer_metadata(frame) or not _layout_known(frame, 8, 4):
         return _null()
-    steps, rows, mk = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
-    m = _dim(frame, _ARGS, 1, 0)
-    cur = carray(_data(frame, _ARGS, 0), (steps, rows, mk))
-    f_mem = carray(_data(frame, _ARGS, 1), (m,))
-    f_syn = carray(_data(frame, _ARGS, 2), (mk,))
-    th = carray(_data(frame, _ARGS, 3), (m,))
-    bias = carray(_data(frame, _ARGS, 4), (m,))
-    i0 = carray(_data(frame, _ARGS, 5), (rows, mk))
-    v0 = carray(_data(frame, _ARGS, 6), (rows, m))
-    cfg = carray(_data(frame, _ARGS, 7), (3,))
-    pre = carray(_data(frame, _RETS, 0), (steps, rows, m))
-    q = carray(_data(frame, _RETS, 1), (steps, rows, mk))
-    spikes = carray(_data(frame, _RETS, 2), (steps, rows, m))
-    i_f = carray(_data(frame, _RETS, 3), (rows, mk))
+    cur, f_mem, f_syn, th, bias, i0, v0, cfg, pre, q, spikes, i_f = _forward_arrays(frame)
     _xylo_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f)
     return _null()
 
