@@ -45,7 +45,7 @@ microseconds per step and fused kernel) and by memory traffic; the design choice
   (``symbolic_zeros=True``), and the input cotangent is not kept when the input is not differentiated.
 - Arrays keep a flat ``(..., N*k)`` synapse layout inside the loops: XLA on CPU handles arrays with a
   trailing synapse axis of size 1 an order of magnitude more slowly.
-- On CPU, for a non-recurrent float32 layer on one device, both loops run as compiled kernels
+- On CPU, for a non-recurrent float32 layer, both loops run as compiled kernels
   (:mod:`pondlib.nn.native`), each a single pass per step over all neurons of all samples (the
   backward one when the spikes carry the only cotangent); the XLA loops below are their reference
   and run everywhere else. On the benchmark the kernels take the layer from ~8 ms to ~4 ms.
@@ -53,7 +53,6 @@ microseconds per step and fused kernel) and by memory traffic; the design choice
 
 from __future__ import annotations
 
-import math
 from functools import partial
 
 import jax
@@ -160,7 +159,7 @@ def _fwd(cap, surrogate, alpha, beta, threshold, bias, w_rec, x, state0):
     isyn = _unflat(q * beta_f, k)
     out = (spikes, vmem, isyn, type(state0)(_unflat(i_f, k), v_f, s_f))
     # the last two residuals are static flags (an empty pytree or None): whether dL/dx is wanted, and
-    # whether this forward ran the kernel (then so may the backward, in the same per-device context)
+    # whether this forward ran the kernel (then so may the backward)
     res = (
         alpha,
         beta,
@@ -177,24 +176,13 @@ def _fwd(cap, surrogate, alpha, beta, threshold, bias, w_rec, x, state0):
 
 
 def _native_forward(cap, surrogate, alpha, beta_f, threshold, bias, xv, state0):
-    """The forward loop by :func:`pondlib.nn.native.lif_forward` on the batch flattened into the neuron
-    axis: ``(i_final, v_final, s_final, q, pre, vmem, spikes)`` as the XLA loop of :func:`_fwd` returns
-    them."""
+    """The forward loop by :func:`pondlib.nn.native.lif_forward`: ``(i_final, v_final, s_final, q, pre,
+    vmem, spikes)`` as the XLA loop of :func:`_fwd` returns them."""
     n, nk = alpha.shape[0], beta_f.shape[0]
-    steps, batch = xv.shape[0], xv.shape[1:-1]
-    rows = math.prod(batch)
-    i0, v0, _ = _initial(state0, batch, n, nk // n)
-    pre, q, spikes, i_f, v_f = native.lif_forward(
-        xv.reshape(steps, 1, rows * nk),
-        *(jnp.tile(a, rows) for a in (alpha, beta_f, threshold, bias)),
-        i0.reshape(1, rows * nk),
-        v0.reshape(1, rows * n),
-        cap,
-    )
-    shape = xv.shape[:-1] + (n,)
-    pre, q, spikes = pre.reshape(shape), q.reshape(xv.shape), spikes.reshape(shape)
+    i0, v0, _ = _initial(state0, xv.shape[1:-1], n, nk // n)
+    pre, q, spikes, i_f, v_f = native.lif_forward(xv, alpha, beta_f, threshold, bias, i0, v0, cap)
     vmem = pre - spikes * threshold  # the step's v = P - s * theta
-    return i_f.reshape(batch + (nk,)), v_f.reshape(batch + (n,)), spikes[-1], q, pre, vmem, spikes
+    return i_f, v_f, spikes[-1], q, pre, vmem, spikes
 
 
 def _bwd(cap, surrogate, res, cts):
@@ -229,12 +217,12 @@ def _d_state0(state0, batch, n, k, d_i0, d_v0, dtype):
 
 
 def _native_bwd(cap, surrogate, res, g_spikes):
-    """:func:`pondlib.nn.native.layer_backward` (the kernel on the batch folded into the neurons)."""
+    """The adjoint loop by :func:`pondlib.nn.native.lif_backward`."""
     alpha, beta, threshold, _, state0, pre, q, _, dx_flag, _ = res
     n, k = beta.shape
     batch = pre.shape[1:-1]
     v0 = _initial(state0, batch, n, k)[1]
-    d_alpha, d_beta, d_th, d_bias, dx, d_i0, d_v0 = native.layer_backward(
+    d_alpha, d_beta, d_th, d_bias, dx, d_i0, d_v0 = native.lif_backward(
         pre, q, g_spikes, alpha, beta, threshold, v0, cap, surrogate
     )
     d_state0 = _d_state0(state0, batch, n, k, d_i0, d_v0, pre.dtype)

@@ -378,6 +378,13 @@ def _answer_metadata(frame):
 
 
 @numba.njit(inline="always")
+def _call_ready(frame, n_args, n_rets):
+    """Whether a handler has a call to run: not XLA's metadata request (answered here) and a frame of
+    the known layout with ``n_args`` arrays in and ``n_rets`` out."""
+    return not _answer_metadata(frame) and _layout_known(frame, n_args, n_rets)
+
+
+@numba.njit(inline="always")
 def _forward_arrays(frame):
     """The arrays of a forward call (:func:`pondlib.nn.native.lif_forward` and
     :func:`pondlib.nn.native.xylo_forward` share their order): the input (T, B', M k), four
@@ -404,7 +411,7 @@ def _forward_arrays(frame):
 @numba.cfunc(types.voidptr(types.voidptr), cache=True)
 def _forward_handler(frame_ptr):  # pragma: no cover - called by XLA
     frame = _address(frame_ptr)
-    if _answer_metadata(frame) or not _layout_known(frame, 8, 5):
+    if not _call_ready(frame, 8, 5):
         return _null()
     x, alpha, beta, th, bias, i0, v0, cfg, pre, q, spikes, i_f = _forward_arrays(frame)
     v_f = carray(_data(frame, _RETS, 4), v0.shape)
@@ -415,7 +422,7 @@ def _forward_handler(frame_ptr):  # pragma: no cover - called by XLA
 @numba.cfunc(types.voidptr(types.voidptr), cache=True)
 def _backward_handler(frame_ptr):  # pragma: no cover - called by XLA
     frame = _address(frame_ptr)
-    if _answer_metadata(frame) or not _layout_known(frame, 8, 7):
+    if not _call_ready(frame, 8, 7):
         return _null()
     steps, rows, m = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
     mk = _dim(frame, _ARGS, 1, 2)
@@ -441,7 +448,7 @@ def _backward_handler(frame_ptr):  # pragma: no cover - called by XLA
 @numba.cfunc(types.voidptr(types.voidptr), cache=True)
 def _xylo_handler(frame_ptr):  # pragma: no cover - called by XLA
     frame = _address(frame_ptr)
-    if _answer_metadata(frame) or not _layout_known(frame, 8, 4):
+    if not _call_ready(frame, 8, 4):
         return _null()
     cur, f_mem, f_syn, th, bias, i0, v0, cfg, pre, q, spikes, i_f = _forward_arrays(frame)
     _xylo_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f)

@@ -48,7 +48,7 @@ environment turns the kernels off.
 
 The hardware-aware Xylo layer (:mod:`pondlib.nn.xylo_adjoint`) uses them too: its adjoint recursion
 is the float LIF's with :math:`\alpha = 1 - f_{mem}`, :math:`\beta = 1 - f_{syn}`
-(:func:`layer_backward`), and :func:`xylo_forward` runs its chip-arithmetic forward step (16-bit
+(:func:`lif_backward`), and :func:`xylo_forward` runs its chip-arithmetic forward step (16-bit
 saturations, bit-shift decays, exact spike counts; every value a whole number, so bit for bit the
 XLA loop's). On ``benchmarks/train_step.py`` the Xylo-aware step went from 17.4 ms (1.97x the plain
 step) to 10 ms (1.1x).
@@ -56,7 +56,7 @@ step) to 10 ms (1.1x).
 Example:
     >>> import jax.numpy as jnp
     >>> from pondlib.nn import native
-    >>> x = jnp.full((4, 1, 2), 0.6)                        # (T, B', N' k): 4 steps, 2 neurons, k = 1
+    >>> x = jnp.full((4, 1, 2), 0.6)                        # (T, B, N k): 4 steps, 1 sample, 2 neurons
     >>> one = jnp.ones(2)
     >>> pre, q, spikes, i_f, v_f = native.lif_forward(x, 0.9 * one, 0.8 * one, one, 0 * one,
     ...                                               jnp.zeros((1, 2)), jnp.zeros((1, 2)), 31.0)
@@ -172,82 +172,88 @@ def _f32(shape: tuple) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(shape, jnp.float32)
 
 
-def lif_forward(x, alpha, beta, threshold, bias, i0, v0, cap) -> tuple[jax.Array, ...]:
-    """The forward loop on CPU: x (T, B', N' k) -> ``(pre (T, B', N'), q (T, B', N' k), spikes (T, B',
-    N'), i_final (B', N' k), v_final (B', N'))`` from the initial state ``i0`` (B', N' k), ``v0``
-    (B', N'); ``alpha``, ``threshold``, ``bias`` (N',), ``beta`` (N' k,) float32, ``cap`` a number
-    (module docstring: equations). Callers pass B' = 1 and the batch folded into N' (parameters tiled):
-    one long row per step is the fastest shape."""
+def _forward_call(target, n_out, x, params, i0, v0, settings) -> tuple[jax.Array, ...]:
+    """Call a forward kernel on the batch folded into the neuron axis (one long row per step, the
+    fastest shape; parameters tiled over the batch) and unfold its first ``n_out`` results:
+    ``pre`` (T, *b, N), ``q`` (T, *b, N k), ``spikes`` (T, *b, N), ``i_final`` (*b, N k) and, with
+    ``n_out = 5``, ``v_final`` (*b, N)."""
     _ensure_registered()
-    steps, rows, mk = x.shape
-    m = alpha.shape[0]
-    out = (_f32((steps, rows, m)), _f32((steps, rows, mk)), _f32((steps, rows, m)), _f32((rows, mk)), _f32((rows, m)))
-    call = jax.ffi.ffi_call(_FWD_TARGET, out, vmap_method="sequential")
-    return tuple(call(x, alpha, beta, threshold, bias, i0, v0, jnp.full((1,), cap, jnp.float32)))
+    n = params[0].shape[0]
+    steps, batch, nk = x.shape[0], x.shape[1:-1], x.shape[-1]
+    rows = math.prod(batch)
+    m, mk = rows * n, rows * nk
+    out = (_f32((steps, 1, m)), _f32((steps, 1, mk)), _f32((steps, 1, m)), _f32((1, mk)), _f32((1, m)))
+    call = jax.ffi.ffi_call(target, out[:n_out], vmap_method="sequential")
+    res = call(
+        x.reshape(steps, 1, mk),
+        *(jnp.tile(a.reshape(-1), rows) for a in params),
+        i0.reshape(1, mk),
+        v0.reshape(1, m),
+        jnp.asarray(settings, jnp.float32),
+    )
+    shape = x.shape[:-1] + (n,)
+    unfolded = (res[0].reshape(shape), res[1].reshape(x.shape), res[2].reshape(shape), res[3].reshape(batch + (nk,)))
+    return unfolded + tuple(r.reshape(batch + (n,)) for r in res[4:])
+
+
+def lif_forward(x, alpha, beta, threshold, bias, i0, v0, cap) -> tuple[jax.Array, ...]:
+    """The forward loop of a non-recurrent LIF layer on CPU (module docstring: equations), any batch
+    shape ``*b``.
+
+    Args:
+        x: (T, *b, N k) input currents; ``alpha``, ``threshold``, ``bias`` (N,); ``beta`` (N k,)
+            (float32).
+        i0: (*b, N k) initial synaptic state; ``v0`` (*b, N) initial membrane; ``cap`` a number.
+
+    Returns:
+        ``(pre (T, *b, N), q (T, *b, N k), spikes (T, *b, N), i_final (*b, N k), v_final (*b, N))``.
+    """
+    return _forward_call(_FWD_TARGET, 5, x, (alpha, beta, threshold, bias), i0, v0, [cap])
 
 
 def lif_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple[jax.Array, ...]:
-    """The adjoint loop on CPU for a non-recurrent layer whose only cotangent is the spikes' ``g``
-    (T, B', N'), from the residuals ``pre`` (T, B', N'), ``q`` (T, B', N' k) and the initial membrane
-    ``v0`` (B', N'): ``(sum_alpha (N',), sum_beta (N' k,), sum_threshold (N',), sum_bias (N',),
-    dx (T, B', N' k), d_i0 (B', N' k), d_v0 (B', N'))``, the gradient sums over time and B' and the
-    cotangents of :func:`pondlib.nn.adjoint._bwd` (equations there). Shapes as in :func:`lif_forward`."""
-    _ensure_registered()
-    kind = _KINDS[surrogate.kind]
-    scale = math.pi * surrogate.scale if surrogate.kind == "arctan" else surrogate.scale
-    cfg = jnp.asarray([cap, scale, kind], jnp.float32)
-    steps, rows, m = pre.shape
-    mk = q.shape[2]
-    out = (_f32((m,)), _f32((mk,)), _f32((m,)), _f32((m,)), _f32((steps, rows, mk)), _f32((rows, mk)), _f32((rows, m)))
-    call = jax.ffi.ffi_call(_BWD_TARGET, out, vmap_method="sequential")
-    return tuple(call(pre, q, g, alpha, beta, threshold, v0, cfg))
-
-
-def layer_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple[jax.Array, ...]:
-    """:func:`lif_backward` for a layer of N neurons with k synapses each and any batch shape ``*b``:
-    the batch is folded into the neuron axis (parameters tiled), the per-neuron sums then summed over
-    it, as the XLA loops' per-sample accumulators are.
+    """The adjoint loop on CPU of a non-recurrent layer of N neurons with k synapses each whose only
+    cotangent is the spikes' (the recursion of :func:`pondlib.nn.adjoint._bwd`, equations there), any
+    batch shape ``*b``: the batch is folded into the neuron axis (parameters tiled), the kernel's
+    per-neuron sums then summed over it, as the XLA loops' per-sample accumulators are.
 
     Args:
         pre: (T, *b, N) membranes before reset; ``q`` (T, *b, N k) synaptic states before decay; ``g``
             (T, *b, N) the spikes' cotangent.
         alpha, threshold: (N,); ``beta`` (N, k); ``v0`` (*b, N) the initial membrane.
-        cap, surrogate: as for :func:`lif_backward`.
+        cap, surrogate: the spike cap per step and the layer's :class:`~pondlib.nn.surrogate.Surrogate`.
 
     Returns:
         ``(d_alpha (N,), d_beta (N, k), d_threshold (N,), d_bias (N,), dx (T, *b, N k), d_i0 (*b, N k),
         d_v0 (*b, N))``.
     """
+    _ensure_registered()
     n, k = beta.shape
     steps, batch = pre.shape[0], pre.shape[1:-1]
     rows = math.prod(batch)
-    a_alpha, a_beta, a_th, a_bias, dx, d_i0, d_v0 = lif_backward(
-        pre.reshape(steps, 1, rows * n),
-        q.reshape(steps, 1, rows * n * k),
-        g.reshape(steps, 1, rows * n).astype(jnp.float32),
-        *(jnp.tile(a, rows) for a in (alpha, beta.reshape(n * k), threshold)),
-        v0.reshape(1, rows * n),
-        cap,
-        surrogate,
+    m, mk = rows * n, rows * n * k
+    scale = math.pi * surrogate.scale if surrogate.kind == "arctan" else surrogate.scale
+    out = (_f32((m,)), _f32((mk,)), _f32((m,)), _f32((m,)), _f32((steps, 1, mk)), _f32((1, mk)), _f32((1, m)))
+    call = jax.ffi.ffi_call(_BWD_TARGET, out, vmap_method="sequential")
+    a_alpha, a_beta, a_th, a_bias, dx, d_i0, d_v0 = call(
+        pre.reshape(steps, 1, m),
+        q.reshape(steps, 1, mk),
+        g.reshape(steps, 1, m).astype(jnp.float32),
+        *(jnp.tile(a.reshape(-1), rows) for a in (alpha, beta, threshold)),
+        v0.reshape(1, m),
+        jnp.asarray([cap, scale, _KINDS[surrogate.kind]], jnp.float32),
     )
     bred = tuple(range(len(batch)))
     d_alpha, d_th, d_bias = (jnp.sum(a.reshape(batch + (n,)), axis=bred) for a in (a_alpha, a_th, a_bias))
     d_beta = jnp.sum(a_beta.reshape(batch + (n * k,)), axis=bred).reshape(n, k)
-    return (
-        d_alpha,
-        d_beta,
-        d_th,
-        d_bias,
-        dx.reshape(q.shape),
-        d_i0.reshape(batch + (n * k,)),
-        d_v0.reshape(batch + (n,)),
-    )
+    unfolded = (dx.reshape(q.shape), d_i0.reshape(batch + (n * k,)), d_v0.reshape(batch + (n,)))
+    return (d_alpha, d_beta, d_th, d_bias) + unfolded
 
 
 def xylo_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cap, lo, hi) -> tuple[jax.Array, ...]:
     """The integer forward loop of a non-recurrent Xylo layer on CPU (the step of
     :func:`pondlib.nn.xylo_adjoint._make_step` with ``integer``: saturation to ``[lo, hi]``, bit-shift
-    decays, exact spike counts), any batch shape ``*b`` folded into the neuron axis.
+    decays, exact spike counts), any batch shape ``*b``.
 
     Args:
         cur: (T, *b, N k) input currents in chip units (whole numbers, float32).
@@ -261,19 +267,4 @@ def xylo_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cap, lo, hi) -> tup
         synaptic state, equal to the XLA loop's bit for bit (every operation is exact on whole
         numbers below 2^24).
     """
-    _ensure_registered()
-    n, k = f_syn.shape
-    steps, batch = cur.shape[0], cur.shape[1:-1]
-    rows = math.prod(batch)
-    m, mk = rows * n, rows * n * k
-    out = (_f32((steps, 1, m)), _f32((steps, 1, mk)), _f32((steps, 1, m)), _f32((1, mk)))
-    call = jax.ffi.ffi_call(_XYLO_TARGET, out, vmap_method="sequential")
-    pre, q, spikes, i_f = call(
-        cur.reshape(steps, 1, mk),
-        *(jnp.tile(a, rows) for a in (f_mem, f_syn.reshape(n * k), threshold, bias)),
-        i0.reshape(1, mk),
-        v0.reshape(1, m),
-        jnp.asarray([cap, lo, hi], jnp.float32),
-    )
-    shape = cur.shape[:-1] + (n,)
-    return pre.reshape(shape), q.reshape(cur.shape), spikes.reshape(shape), i_f.reshape(batch + (n * k,))
+    return _forward_call(_XYLO_TARGET, 4, cur, (f_mem, f_syn, threshold, bias), i0, v0, [cap, lo, hi])

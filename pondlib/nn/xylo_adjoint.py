@@ -308,7 +308,6 @@ def _fwd(cfg: XyloScanConfig, f_mem, f_syn, threshold, bias, w_rec, cur, state0)
     layer, the spike counts."""
     want_dx = cur.perturbed or w_rec is not None
     f_mem, f_syn, threshold, bias, w_rec, cur, state0 = _value((f_mem, f_syn, threshold, bias, w_rec, cur, state0))
-
     pre, spikes, q, isyn, i_f = _forward_any(cfg, f_mem, f_syn, threshold, bias, w_rec, cur, state0, True)
     out = _outputs(cfg, threshold, f_syn.shape[1], pre, spikes, isyn, i_f)
     # the last residual is a static flag (an empty pytree or None): whether dL/dcur is wanted
@@ -356,7 +355,7 @@ def _bwd(cfg: XyloScanConfig, res: tuple, cts: tuple):
 
 
 def _native_bwd(cfg: XyloScanConfig, res: tuple, g_spikes: jax.Array):
-    """The adjoint loop by :func:`pondlib.nn.native.layer_backward`: the recursion of the module
+    """The adjoint loop by :func:`pondlib.nn.native.lif_backward`: the recursion of the module
     docstring is the float LIF's with :math:`\alpha = 1 - f_{mem}`, :math:`\beta = 1 - f_{syn}`,
     and the kernel's spike count ``min(floor(P / theta), cap)`` for ``P >= theta`` is the exact count
     of :func:`_count` in integer mode (whole-number ``P`` and ``theta`` below :math:`2^{24}`: a
@@ -365,7 +364,7 @@ def _native_bwd(cfg: XyloScanConfig, res: tuple, g_spikes: jax.Array):
     n, k = f_syn.shape
     batch = pre.shape[1:-1]
     _, v0, _ = _initial(state0, batch, n, k)
-    d_alpha, d_beta, d_th, d_bias, dcur, d_i0, d_v0 = native.layer_backward(
+    d_alpha, d_beta, d_th, d_bias, dcur, d_i0, d_v0 = native.lif_backward(
         pre, q, g_spikes, 1.0 - f_mem, 1.0 - f_syn, threshold, v0, cfg.cap, cfg.surrogate
     )
     isyn0, vmem0, spikes0 = state0
