@@ -39,16 +39,20 @@ import jax
 import numpy as np
 
 from benchmarks.digits_xylo import on_chip, optimizer
-from pondlib.cli.demo_network import AWARE_LR, DEMO_DEFAULTS, S2_DEMO_MODEL, demo_network, one_spike_network
+from pondlib.cli.demo_network import DEMO_DEFAULTS, demo_network, one_spike_network
 from pondlib.datasets import load_digits_events
+from pondlib.devices import registry
 from pondlib.devices.siracusa import SiracusaSim, mapper, quantize_input
+from pondlib.devices.siracusa.aware import export
 from pondlib.devices.spinnaker2 import SPINNAKER2_CHIP, SpiNNaker2Sim
+from pondlib.devices.spinnaker2.aware import chip_unit_scale, export_spinnaker2
 from pondlib.devices.spinnaker2.report import configure, map_network
 from pondlib.training import accuracy, evaluate, fit
-from pondlib.transform import device_aware, export_spinnaker2
-from pondlib.transform.siracusa_aware import export
-from pondlib.transform.spinnaker2_aware import chip_unit_scale
+from pondlib.transform import device_aware
 
+#: The demo's device-aware learning rates and SpiNNaker2 neuron model (each device's deploy settings).
+AWARE_LR = {d.name: d.deploy_settings.lr for d in registry.devices()}
+S2_DEMO_MODEL = registry.get("spinnaker2").deploy_settings.options["neuron_model"]
 #: The demo's frozen parameters during float training (pondlib/cli/demo.py).
 FROZEN = ("tau_mem", "tau_syn", "threshold", "bias")
 TOLERANCE_PT = 0.5

@@ -31,10 +31,11 @@ from rich.table import Table
 from pondlib import nn
 from pondlib.datasets import load_digits_events
 from pondlib.devices.xylo import XYLO_AUDIO2, XYLO_AUDIO3, XyloSim, config_from_specification, mapper
+from pondlib.devices.xylo.aware import xylo_aware
 from pondlib.devices.xylo.compare import compare_records, layer_map_from_spec
 from pondlib.errors import ConstraintError
 from pondlib.training import accuracy, evaluate, fit
-from pondlib.transform import channel_quantize, xylo_aware
+from pondlib.transform import channel_quantize
 
 DT = 1e-3
 

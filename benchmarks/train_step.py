@@ -107,9 +107,9 @@ def _pondlib_step(net) -> tuple[Callable, tuple]:
 def build_pondlib_xylo_aware(x, y) -> tuple[Callable, tuple]:
     """pondlib's hardware-aware twin of the same network for Xylo (spike caps, bit-shift decay with
     learned dashes, one-step hop delay, int8 channel fake-quantization, straight-through gradients).
-    Its time loop has its own hand-derived adjoint (:mod:`pondlib.nn.xylo_adjoint`); its cost relative
+    Its time loop has its own hand-derived adjoint (:mod:`pondlib.devices.xylo.aware_adjoint`); its cost relative
     to the plain model is what this row reports."""
-    from pondlib.transform import xylo_aware
+    from pondlib.devices.xylo.aware import xylo_aware
 
     _, (net, _) = build_pondlib(x, y)
     return _pondlib_step(xylo_aware(net, "audio3", quantize="channel"))

@@ -99,16 +99,21 @@ _FIX_LOAD = "pass a file written by pondlib.io.save_network (or pond demo's netw
 
 
 def _registry() -> dict[str, type]:
-    """Module classes that may appear in a saved network: every ``equinox.Module`` in pondlib.nn."""
+    """Module classes that may appear in a saved network: every ``equinox.Module`` in pondlib.nn, and the
+    module classes the registered devices define (``Device.module_types``: their device-aware layers)."""
     import equinox as eqx
 
     from pondlib import nn
+    from pondlib.devices import registry
 
     out = {}
     for name in nn.__all__:
         obj = getattr(nn, name)
         if isinstance(obj, type) and issubclass(obj, eqx.Module):
             out[obj.__name__] = obj
+    for device in registry.devices():
+        for cls in device.module_types():
+            out[cls.__name__] = cls
     return out
 
 
@@ -283,12 +288,11 @@ def _tuple_of(value: Any, name: str, where: str) -> tuple:
 
 def _static_rules() -> dict[str, Any]:
     """Checks of the static fields by name, with the limits of the constructors that set them."""
+    from pondlib.devices import registry
     from pondlib.nn.neurons import DECAYS, RESETS
 
-    try:
-        from pondlib.nn.xylo_lif import _QUANTIZE as quantize
-    except ImportError:  # pragma: no cover - kept in step with pondlib.nn.xylo_lif
-        quantize = ("channel", "global", None)
+    # a device-aware layer fake-quantizes with one of its device's quantizer methods, or not at all (None)
+    quantize = tuple(dict.fromkeys(m for d in registry.devices() for m in d.quantize_methods)) + (None,)
     shape = lambda v, name, where: _ints(v, name, where, 1)  # noqa: E731
     rules: dict[str, Any] = {
         "dt": _dt,
@@ -708,7 +712,7 @@ def save_network(net: Any, path: str | os.PathLike) -> str:
     """
     import equinox as eqx
 
-    from pondlib import __version__
+    from pondlib._version import __version__
 
     target = check_writable_file(path, "network file")
     registry = _registry()

@@ -1,13 +1,16 @@
-"""The house rules of docs/architecture.md, enforced: import contracts, lint, format, file sets.
+"""The house rules of docs/architecture.md, enforced: import contracts, lint, format, file sets, the
+device registry, that nothing outside a chip's folder and the registry names a chip, and sizes.
 
-``lint-imports`` checks the contracts in ``pyproject.toml`` (layers import one way, no device imports
-another, no circles between sibling modules); ``ruff`` checks lint and format; the file-set test
-checks that every device package has the same files.
+``lint-imports`` checks the contracts in ``pyproject.toml`` (layers import one way, no chip imports
+another, a chip's mapping path never imports nn, no circles between sibling modules); ``ruff`` checks
+lint and format; the file-set test checks that every chip package has the same parts.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 import shutil
 import subprocess
 import sys
@@ -15,9 +18,26 @@ from pathlib import Path
 
 import pytest
 
+from pondlib.devices import registry
+
 ROOT = Path(__file__).resolve().parents[1]
-DEVICES = ("xylo", "spinnaker2", "siracusa")
-FILE_SET = ("__init__.py", "limits.py", "specification.py", "mapper.py", "config.py", "sim.py", "report.py")
+#: The chips of pondlib (the registry's built-in table: a new chip is one folder and one line there).
+DEVICES = tuple(registry.BUILTIN)
+#: The parts every chip has (docs/architecture.md).
+FILE_SET = (
+    "__init__.py",
+    "limits.py",
+    "specification.py",
+    "mapper.py",
+    "config.py",
+    "sim.py",
+    "report.py",
+    "aware.py",
+    "codegen.py",
+    "device.py",
+)
+#: Longest function or method in pondlib/ (lines from ``def`` to the last line, docstring included).
+MAX_FUNCTION_LINES = 120
 
 
 def _tool(name: str) -> str:
@@ -79,17 +99,92 @@ def test_the_library_never_imports_the_commands():
     assert offenders == []
 
 
-def test_commands_hold_no_device_logic():
-    """A command module imports a device's public API or its report, never its internals."""
-    allowed_suffixes = ("", ".report", ".limits", ".config", ".hdk")
-    bad = []
-    for p in (ROOT / "pondlib" / "cli").glob("*.py"):
-        for mod in _pondlib_imports(p):
-            if mod.startswith("pondlib.devices.") and mod.count(".") >= 2:
-                device = ".".join(mod.split(".")[:3])
-                if mod[len(device) :] not in allowed_suffixes:
-                    bad.append(f"{p.name}: {mod}")
-    assert bad == []
+def _chip_mentions(path: Path, chips: tuple[str, ...]) -> list[str]:
+    """Where ``path`` names a chip in code: an import of a chip's package, an identifier, or a string
+    constant that is not a docstring (prose in docstrings and comments may mention examples)."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+        and isinstance(node.body[0].value.value, str)
+    }
+    words = re.compile(r"(?<![a-z0-9])(" + "|".join(chips) + r")(?![a-z0-9])", re.IGNORECASE)
+    found = []
+    for node in ast.walk(tree):
+        texts: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            texts = [node.module]
+        elif isinstance(node, ast.Import):
+            texts = [a.name for a in node.names]
+        elif isinstance(node, ast.Name):
+            texts = [node.id]
+        elif isinstance(node, ast.Attribute):
+            texts = [node.attr]
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            texts = [node.name]
+        elif isinstance(node, ast.arg):
+            texts = [node.arg]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            texts = [node.value]
+        for text in texts:
+            if words.search(text.replace("_", " ")):
+                found.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}: {text[:60]!r}")
+    return found
+
+
+def test_nothing_outside_a_chip_folder_and_the_registry_names_a_chip():
+    """The commands, the pipeline, transform, codegen, io, ... loop over the registry; a chip's name (in an
+    import, an identifier or a string) appears only in its own folder and the registry's table."""
+    chips = tuple(registry.BUILTIN)
+    allowed = {ROOT / "pondlib" / "devices" / "registry.py"}
+    offenders = []
+    for p in sorted((ROOT / "pondlib").rglob("*.py")):
+        parts = p.relative_to(ROOT / "pondlib").parts
+        if p in allowed or (len(parts) > 2 and parts[0] == "devices" and parts[1] in chips):
+            continue
+        offenders += _chip_mentions(p, chips)
+    assert offenders == []
+
+
+def test_the_registry_loads_every_chip_and_each_keeps_the_device_contract():
+    from pondlib.devices.core.device import Device
+    from pondlib.devices.core.report import LimitRow
+
+    assert registry.names()[: len(DEVICES)] == DEVICES
+    for name in DEVICES:
+        d = registry.get(name)
+        assert isinstance(d, Device) and d.name == name
+        assert type(d).__module__ == f"pondlib.devices.{name}.device"
+        rows = {v: d.limit_rows(v) for v in d.variants}
+        first = next(iter(rows.values()))
+        assert all(isinstance(r, LimitRow) for r in first)
+        for v, vrows in rows.items():  # every variant described by the same rows
+            assert [r.name for r in vrows] == [r.name for r in first], (name, v)
+            assert d.limits(v) is d.variants[v]
+        flags = [o.flag for o in d.options]
+        assert len(set(flags)) == len(flags)
+        assert d.deploy_settings.limits is None or d.deploy_settings.limits in d.variants
+        assert set(d.deploy_settings.options) <= {o.name for o in d.options}
+        for old, new in d.moved.items():  # every moved name points at an existing object
+            module, _, attr = new.partition(":")
+            assert hasattr(importlib.import_module(module), attr), (old, new)
+
+
+def test_no_function_is_too_long():
+    """No function or method in pondlib/ is longer than MAX_FUNCTION_LINES (a mapper extracts the topology,
+    runs its rules, assembles; an emitter fills templates)."""
+    long = []
+    for p in (ROOT / "pondlib").rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"{p.relative_to(ROOT)}:{node.lineno} {node.name}: {n} lines")
+    assert long == [], sorted(long)
 
 
 def test_no_module_is_a_monolith():

@@ -234,10 +234,11 @@ def test_map_usage_errors_exit_2(argv, capsys):
 
 
 def test_spinnaker2_model_names_match_the_package():
-    from pondlib.cli.map import _S2_MODELS
     from pondlib.devices.spinnaker2 import NEURON_MODELS
 
-    assert sorted(_S2_MODELS) == sorted(NEURON_MODELS)
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices["map"]
+    option = next(a for a in sub._actions if a.dest == "neuron_model")
+    assert sorted(option.choices) == sorted(NEURON_MODELS)
 
 
 # -- pond simulate -------------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from pondlib import nn
-from pondlib.nn.xylo_lif import XyloLIF
-from pondlib.transform import device_aware, export_spinnaker2, spinnaker2_aware
-from pondlib.transform.siracusa_aware import SiracusaAware, export
+from pondlib.devices.siracusa.aware import SiracusaAware, export
+from pondlib.devices.spinnaker2.aware import export_spinnaker2, spinnaker2_aware
+from pondlib.devices.xylo.aware_lif import XyloLIF
+from pondlib.transform import device_aware
 from tests.strategies import assert_pond_error
 
 

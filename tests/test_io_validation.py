@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pondlib import nn
+from pondlib.devices.xylo import XyloLIF
 from pondlib.errors import GraphError, PondError
 from pondlib.io import VERSION, describe, load_network, save_network
 from tests.strategies import NON_FINITE, assert_pond_error, bad_counts, bad_positive_floats, bad_types
@@ -49,8 +50,8 @@ def _zoo():
         "lif": (_lif_net(), 4),
         "xylo_lif": (
             nn.Sequential(
-                nn.XyloLIF(3, 4, 2, weight=np.asarray(jax.random.normal(k[1], (3, 8))), input_clip=15.0),
-                nn.XyloLIF(4, 2, weight=np.ones((4, 2)), delay_in=True, quantize=None, learn_dash=False),
+                XyloLIF(3, 4, 2, weight=np.asarray(jax.random.normal(k[1], (3, 8))), input_clip=15.0),
+                XyloLIF(4, 2, weight=np.ones((4, 2)), delay_in=True, quantize=None, learn_dash=False),
             ),
             3,
         ),

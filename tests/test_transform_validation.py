@@ -5,7 +5,7 @@ of: a :class:`~pondlib.errors.QuantizationError` (or the documented PondError) n
 value; or a documented tolerant result, checked in full (integers in range, finite positive scales,
 finite errors, exact clip counts). Never another exception, never a non-finite number, never -2^63.
 
-Documented tolerant behaviours tested here (see :mod:`pondlib.transform.quantize`):
+Documented tolerant behaviours tested here (see :mod:`pondlib.devices.xylo.quantize`):
 
 * values beyond the integer range (huge ones included) are clipped and counted in ``clipped``;
 * a non-zero threshold whose scaled value rounds to 0 becomes +-1 (counted in ``clipped``);
@@ -21,9 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pondlib import nn
+from pondlib.devices.xylo.aware import xylo_aware
 from pondlib.devices.xylo.specification import Specification
 from pondlib.errors import GraphError, PondError, QuantizationError
-from pondlib.transform import channel_quantize, global_quantize, xylo_aware
+from pondlib.transform import channel_quantize, global_quantize
 from pondlib.transform import quantize_methods as q
 from tests.strategies import NON_FINITE, assert_pond_error, bad_types
 
@@ -314,7 +315,7 @@ def test_xylo_aware_bad_parameters_named():
 def test_hardware_dashes_refuse_a_diverged_training():
     import equinox as eqx
 
-    from pondlib.transform import hardware_dashes
+    from pondlib.devices.xylo.aware import hardware_dashes
 
     hw = xylo_aware(small_net())
     dashes = hardware_dashes(hw)

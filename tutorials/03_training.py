@@ -19,10 +19,11 @@ import optax
 from pondlib import nn
 from pondlib.datasets import load_digits_events
 from pondlib.devices.xylo import XYLO_AUDIO2, XYLO_AUDIO3, XyloSim, config_from_specification, mapper
+from pondlib.devices.xylo.aware import hardware_dashes, xylo_aware
 from pondlib.devices.xylo.compare import compare_records, layer_map_from_spec
 from pondlib.errors import ConstraintError
 from pondlib.training import accuracy, evaluate, fit
-from pondlib.transform import channel_quantize, hardware_dashes, xylo_aware
+from pondlib.transform import channel_quantize
 
 FAST = True
 EPOCHS, HW_EPOCHS, HIDDEN = (8, 4, 64) if FAST else (60, 30, 128)

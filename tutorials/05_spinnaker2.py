@@ -171,7 +171,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from pondlib.devices.spinnaker2 import read_times, run_dram_image
-from pondlib.interop.onnx import load_onnx, to_spinnaker2
+from pondlib.devices.spinnaker2.onnx import to_spinnaker2
+from pondlib.interop.onnx import load_onnx
 
 l1, l2 = mlp.layers
 graph = helper.make_graph(

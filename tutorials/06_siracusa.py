@@ -142,7 +142,8 @@ for key, model in leaky_relu_series().items():
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from pondlib.interop.onnx import load_onnx, run_float, to_siracusa
+from pondlib.devices.siracusa.onnx import to_siracusa
+from pondlib.interop.onnx import load_onnx, run_float
 
 nodes, inits, prev = [], [], "x"
 for i, (W, b) in enumerate(params):

@@ -3,23 +3,24 @@
 Commands (one module each; see its docstring):
 
 * ``pond demo [--out DIR] [--epochs N] [--hidden H] [--seed S] [--fast]``: train a float spiking network
-  on the bundled digits, deploy it to Xylo, SpiNNaker2 and Siracusa, and report resources, quantization,
-  float vs device accuracy and simulator speed (:mod:`pondlib.cli.demo`).
-* ``pond map MODEL --device xylo|spinnaker2|siracusa [--limits NAME] [--dt S] ...``: map a NIR file or a
-  saved network; print the mapping report, or the table of violated design rules (exit status 1)
+  on the bundled digits, deploy it to every registered device with :func:`pondlib.deploy`, and report
+  resources, quantization, float vs device accuracy and simulator speed (:mod:`pondlib.cli.demo`).
+* ``pond map MODEL --device NAME [--limits NAME] [--dt S] ...``: map a NIR file, a saved network or an
+  ONNX model; print the mapping report, or the table of violated design rules (exit status 1)
   (:mod:`pondlib.cli.map`).
-* ``pond simulate CONFIG --input RASTER.npy [--record OUT.npz]``: run a saved Xylo configuration with the
-  bit-exact simulator (:mod:`pondlib.cli.simulate`).
-* ``pond compile MODEL --numerics float32|xylo|spinnaker2|siracusa -o DIR [--target host|cortex-m4|rv32]
-  [--check RASTER.npy]``: generate C for a network or Xylo configuration, print its memory report, build it
-  and check it bit for bit against pondlib's simulator (:mod:`pondlib.cli.compile`).
-* ``pond devices``: every device variant and its limits (:mod:`pondlib.cli.devices`).
+* ``pond simulate CONFIG --input RASTER.npy [--record OUT.npz]``: run a saved deployment of any device
+  with its bit-exact simulator (:mod:`pondlib.cli.simulate`).
+* ``pond compile MODEL --numerics float32|DEVICE -o DIR [--target host|cortex-m4|rv32] [--check RASTER.npy]``:
+  generate C for a network or a device configuration, print its memory report, build it and check it bit for
+  bit against pondlib's simulator (:mod:`pondlib.cli.compile`).
+* ``pond devices``: every registered device, its variants and their limits (:mod:`pondlib.cli.devices`).
 * ``pond explore [MODEL] [--memory SIZE] ...``: rank the spatio-temporal schedules of a network on a
   memory-constrained core (:mod:`pondlib.cli.explore`).
 
 A command module has ``add_parser(subparsers)`` and ``run(console, args) -> int``; adding a command is
 one module and one entry in ``_COMMANDS``. Commands call the library and render what it returns with
-:mod:`pondlib.cli.render`.
+:mod:`pondlib.cli.render`; no command knows a device by name: each loops over the device registry
+(:mod:`pondlib.devices.registry`), whose devices declare their options, tables and file formats.
 
 Errors are one line (``error: ...``) and a non-zero exit status, never a traceback: 1 when a command
 fails (a design rule violation, a missing or bad file), 2 for a bad command line.
@@ -45,11 +46,10 @@ from pondlib.cli import demo, devices, explore, simulate
 from pondlib.cli import map as map_command
 from pondlib.cli.args import Parser, UsageError
 from pondlib.cli.demo_network import DEMO_DEFAULTS, demo_network, one_spike_network
-from pondlib.cli.map import DEVICES
 from pondlib.cli.render import one_line, print_error
 from pondlib.errors import PondError
 
-__all__ = ["main", "build_parser", "demo_network", "one_spike_network", "DEMO_DEFAULTS", "DEVICES"]
+__all__ = ["main", "build_parser", "demo_network", "one_spike_network", "DEMO_DEFAULTS"]
 
 #: The commands, in help order: name -> module with ``add_parser(subparsers)`` and ``run(console, args)``.
 _COMMANDS: dict[str, ModuleType] = {

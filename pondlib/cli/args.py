@@ -29,7 +29,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from pondlib.errors import GraphError, PondError
+from pondlib.errors import ConstraintError, PondError
 from pondlib.validate import as_array, as_float_array, as_int_array, check_writable_file
 
 __all__ = [
@@ -44,7 +44,11 @@ __all__ = [
     "read_network",
     "writable_file",
     "synthetic_events",
-    "drop_synapse_hint",
+    "add_device_options",
+    "device_options",
+    "with_flags",
+    "naming_option",
+    "variants_help",
 ]
 
 #: Seeds accepted by ``--seed`` (numpy and JAX both take a 32-bit unsigned seed).
@@ -222,16 +226,79 @@ def synthetic_events(n_in: int) -> Any:
     return (np.random.default_rng(0).random((32, 50, n_in)) < 0.2).astype(np.float64)
 
 
-def drop_synapse_hint(err: GraphError) -> GraphError:
-    """``err`` itself, or, for a LIF with a synaptic current on Siracusa, the same error with the CLI's fix
-    (``--drop-synapse``) instead of the Python argument."""
-    if err.what != "LIF synaptic current":
+def add_device_options(parser: Any, command: str, selector: str) -> None:
+    """Add every registered device's options of ``command`` to ``parser`` (``--drop-biases``, ...); each
+    help line says which devices take it (``selector``: ``--device`` or ``--numerics``)."""
+    from pondlib.devices import registry
+
+    seen: dict[str, list[str]] = {}
+    options: dict[str, Any] = {}
+    for device in registry.devices():
+        for o in device.options:
+            if command in o.commands:
+                seen.setdefault(o.name, []).append(device.name)
+                options.setdefault(o.name, o)
+    for name, o in options.items():
+        owners = ", ".join(seen[name])
+        help_text = f"{o.help} ({selector} {owners})"
+        if o.switch:
+            parser.add_argument(o.flag, dest=name, action="store_true", help=help_text)
+        else:
+            parser.add_argument(
+                o.flag, dest=name, default=o.value_default, choices=o.choices or None, metavar=None, help=help_text
+            )
+
+
+def device_options(args: argparse.Namespace, device: Any, command: str, selector: str) -> dict[str, Any]:
+    """The options of ``device`` from ``args``; a :class:`UsageError` for an option given that belongs to
+    other devices only (``selector`` names the option that picks the device in the message)."""
+    from pondlib.devices import registry
+
+    mine = {o.name for o in getattr(device, "options", ()) if command in o.commands}
+    for other in registry.devices():
+        for o in other.options:
+            if command not in o.commands or o.name in mine:
+                continue
+            value = getattr(args, o.name, o.value_default)
+            if value != o.value_default:
+                owners = [d.name for d in registry.devices() if any(p.name == o.name for p in d.options)]
+                raise UsageError(f"pond {command}: {o.flag} applies to {selector} {', '.join(owners)} only")
+    return {name: getattr(args, name) for name in mine}
+
+
+def with_flags(err: PondError, device: Any) -> PondError:
+    """``err`` with the device's Python keywords in its fix replaced by their command-line flags
+    (``drop_synapse=True`` -> ``--drop-synapse``), so that the command's error says what to type."""
+    fix = err.fix or ""
+    new = fix
+    for o in getattr(device, "options", ()):
+        new = new.replace(f"{o.name}=True", o.flag).replace(f"{o.name}=", o.flag + " ")
+    if new == fix or isinstance(err, ConstraintError):
         return err
-    return GraphError(
-        err.what,
-        value=err.value,
-        limit=err.limit,
-        where=err.where,
-        fix="pass --drop-synapse to feed the input straight into the membrane (this changes the dynamics: "
-        "pond demo shows the accuracy it costs)",
-    )
+    try:
+        return type(err)(err.what, value=err.value, limit=err.limit, where=err.where, fix=new)
+    except TypeError:  # a subclass with another constructor: keep it as it is
+        return err
+
+
+def naming_option(err: PondError, path: str, flag: str) -> PondError:
+    """``err`` (raised about the file ``path``) with its fix saying which option passes the file, so the
+    command's error names both (``... and pass it with --input``)."""
+    if isinstance(err, ConstraintError) or path not in (err.where or "") or flag in str(err):
+        return err
+    fix = f"{err.fix} and pass it with {flag}" if err.fix else f"pass a corrected file with {flag}"
+    try:
+        return type(err)(err.what, value=err.value, limit=err.limit, where=err.where, fix=fix)
+    except TypeError:  # a subclass with another constructor: keep it as it is
+        return err
+
+
+def variants_help() -> str:
+    """The variants of every registered device, for ``--limits``'s help."""
+    from pondlib.devices import registry
+
+    parts = []
+    for d in registry.devices():
+        names = [f"{v} (default)" if v == d.default_variant else v for v in d.variants]
+        parts.append(f"{d.name} {', '.join(names)}")
+    return "device variant (see 'pond devices'): " + "; ".join(parts)

@@ -1,13 +1,13 @@
-"""``pond compile MODEL --numerics float32|xylo|spinnaker2|siracusa -o DIR [--target host|cortex-m4|rv32]
-[--check RASTER.npy] [--name NAME] [--drop-synapse]``: generate C for a network or a device configuration
-(:mod:`pondlib.codegen`), write the sources into DIR and print the memory report (flash, RAM, per buffer).
+"""``pond compile MODEL --numerics float32|DEVICE -o DIR [--target host|cortex-m4|rv32] [--check RASTER.npy]
+[--name NAME] [device options]``: generate C for a network or a device configuration (:mod:`pondlib.codegen`),
+write the sources into DIR and print the memory report (flash, RAM, per buffer).
 
 MODEL is a NIR file (``.nir``, with ``--dt`` / ``--reset`` as ``pond map`` takes them), a network saved with
-:func:`pondlib.io.save_network` (``.pond``) or a Xylo configuration saved with ``XyloConfig.save`` (``.npz``,
-``--numerics xylo`` only). A network is mapped to the device of the numerics first (Xylo: mapper, per-channel
-quantization, configuration; SpiNNaker2: mapper and configuration; Siracusa: mapper calibrated on the
-``--check`` raster, or on synthetic events without one; its integer LIF has no synaptic current, so a LIF with
-one needs ``--drop-synapse``, as for ``pond map``); ``float32`` emits the float model itself.
+:func:`pondlib.io.save_network` (``.pond``) or a saved configuration of the numerics' device (any other
+file: ``Device.load`` reads it, e.g. ``XyloConfig.save``'s ``.npz``). A network is mapped to the device of
+the numerics first (``Device.map``, with the device's options as ``pond map`` takes them; a device that
+calibrates is calibrated on the ``--check`` raster, or on synthetic events without one); ``float32`` emits
+the float model itself. The numerics are ``float32`` and every registered device with C numerics.
 
 ``--target`` builds the program: ``host`` with the system C compiler, ``cortex-m4`` / ``rv32`` with the
 ziglang cross compiler (:mod:`pondlib.codegen.cross`, run emulated with unicorn). ``--check RASTER.npy``
@@ -38,17 +38,38 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pondlib.cli.args import UsageError, drop_synapse_hint, load_array, positive_float, synthetic_events
+from pondlib.cli.args import (
+    UsageError,
+    add_device_options,
+    device_options,
+    load_array,
+    positive_float,
+    synthetic_events,
+    variants_help,
+    with_flags,
+)
 from pondlib.cli.models import check_model_path, load_network
 from pondlib.cli.render import notes, result_table, stage, table
-from pondlib.errors import GraphError, PondError
+from pondlib.devices import registry
+from pondlib.errors import PondError
 
-__all__ = ["NUMERICS", "TARGETS", "add_parser", "run"]
+__all__ = ["TARGETS", "add_parser", "run", "numerics"]
 
-#: ``--numerics`` choices (the keys of ``pondlib.codegen.NUMERICS``; a test checks that they agree).
-NUMERICS = ("float32", "xylo", "spinnaker2", "siracusa")
+#: The numerics of the float model.
+FLOAT32 = "float32"
 #: ``--target`` choices.
 TARGETS = ("host", "cortex-m4", "rv32")
+
+
+def numerics() -> tuple[str, ...]:
+    """``--numerics`` choices: float32 and every registered device with C numerics (``pondlib.codegen.numerics``)."""
+    return (FLOAT32,) + tuple(d.name for d in registry.devices() if d.has_c)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "NUMERICS":  # computed on access, like pondlib.codegen.NUMERICS
+        return numerics()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -63,10 +84,10 @@ def add_parser(subparsers: Any) -> None:
     cp.add_argument(
         "model",
         metavar="MODEL",
-        help="a NIR file (.nir), a network saved with pondlib.io.save_network (.pond) or a saved Xylo "
-        "configuration (.npz)",
+        help="a NIR file (.nir), a network saved with pondlib.io.save_network (.pond) or a saved configuration "
+        "of the numerics' device (e.g. pond demo's xylo_config.npz)",
     )
-    cp.add_argument("--numerics", required=True, choices=NUMERICS, help="the numerics of the generated C")
+    cp.add_argument("--numerics", required=True, choices=numerics(), help="the numerics of the generated C")
     cp.add_argument("-o", "--out", required=True, metavar="DIR", help="folder for the sources (created if missing)")
     cp.add_argument(
         "--target",
@@ -81,6 +102,7 @@ def add_parser(subparsers: Any) -> None:
         help="input (T, N_in) or (B, T, N_in): run it through the build and pondlib's simulator and compare",
     )
     cp.add_argument("--name", default="net", help="C prefix of every symbol and file stem (default net)")
+    cp.add_argument("--limits", metavar="NAME", default=None, help="a network only: " + variants_help())
     cp.add_argument(
         "--dt",
         type=positive_float,
@@ -94,20 +116,15 @@ def add_parser(subparsers: Any) -> None:
         default="v_reset",
         help="NIR only: the reset the network was trained with (default v_reset)",
     )
-    cp.add_argument(
-        "--drop-synapse",
-        action="store_true",
-        help="siracusa only: feed LIF input straight into the membrane (its integer LIF has no synaptic "
-        "current; this changes the dynamics)",
-    )
+    add_device_options(cp, "compile", "--numerics")
 
 
 def run(console: Any, args: argparse.Namespace) -> int:
     """Generate, write, report; build with ``--target``; compare with ``--check`` (1 when not bit-exact)."""
     path = Path(args.model)
-    if args.drop_synapse and args.numerics != "siracusa":
-        raise UsageError("pond compile: --drop-synapse applies to --numerics siracusa only")
-    check_model_path(path, "a .nir, .pond or Xylo .npz file")
+    device = None if args.numerics == FLOAT32 else registry.get(args.numerics)
+    options = device_options(args, device, "compile", "--numerics")
+    check_model_path(path, "a .nir or .pond network, or a saved configuration of the numerics' device")
     # absolute: the host build runs the compiler inside DIR, so a relative DIR would be resolved twice
     out = Path(args.out).absolute()
     if out.exists() and not out.is_dir():
@@ -124,7 +141,10 @@ def run(console: Any, args: argparse.Namespace) -> int:
         import numpy as np  # noqa: F401  (heavy imports under the spinner)
 
         import pondlib.codegen  # noqa: F401
-    model, reference = _device_model(console, args, path, raster)
+    try:
+        model, reference = _device_model(console, args, path, raster, device, options)
+    except PondError as err:
+        raise with_flags(err, device) from None
     from pondlib.codegen import generate
 
     with stage(console, f"Generating C ({args.numerics} numerics)") as st:
@@ -142,90 +162,44 @@ def run(console: Any, args: argparse.Namespace) -> int:
     return _check(console, program, target, runner, reference, raster, args)
 
 
-def _device_model(console: Any, args: argparse.Namespace, path: Path, raster: Any) -> tuple[Any, Any]:
-    """``(model to emit, reference(x) -> y)`` for the numerics: the network or its device configuration."""
+def _device_model(
+    console: Any, args: argparse.Namespace, path: Path, raster: Any, device: Any, options: dict
+) -> tuple[Any, Any]:
+    """``(model to emit, Reference)`` for the numerics: the network or its device configuration."""
     import numpy as np
 
-    if path.suffix.lower() == ".npz":
-        if args.numerics != "xylo":
+    from pondlib.devices.core.device import Reference
+
+    if path.suffix.lower() not in (".nir", ".pond") or device is None:
+        if args.limits is not None:
+            raise UsageError("pond compile: --limits applies to networks mapped to a device (.nir, .pond)")
+    if path.suffix.lower() not in (".nir", ".pond"):
+        if device is None:
             raise PondError(
-                "a Xylo configuration (.npz) compiles with --numerics xylo only",
+                "a saved configuration compiles with the numerics of its device, not float32",
                 where=str(path),
-                fix="pass --numerics xylo, or a .nir / .pond network for the other numerics",
+                fix="pass --numerics DEVICE, or a .nir / .pond network for float32",
             )
         if args.dt is not None or args.reset != "v_reset":
             raise UsageError("pond compile: --dt and --reset apply to NIR files only")
-        from pondlib.devices.xylo.config import XyloConfig
-
-        config = XyloConfig.load(path)
-        console.print(f"[bold]model[/]: {path} (Xylo configuration, {config.limits_name})", highlight=False)
-        return config, _xylo_reference(config)
+        saved = device.load(path)
+        console.print(f"[bold]model[/]: {path} (saved {device.display_name} configuration)", highlight=False)
+        return saved.config, device.reference(saved.config)
     net = load_network(console, args, path, "compile")
-    if args.numerics == "float32":
-
-        def reference(x: Any) -> Any:
-            y, _, _ = net(np.asarray(x, dtype=np.float32))
-            return np.asarray(y)
-
-        return net, reference
-    if args.numerics == "xylo":
-        from pondlib.devices.xylo import mapper
-        from pondlib.devices.xylo.config import config_from_specification
-        from pondlib.transform import channel_quantize
-
-        with stage(console, "Mapping to Xylo, quantizing (per channel), configuring"):
-            config, ok, message = config_from_specification(channel_quantize(mapper(net)))
-        if not ok:
-            raise PondError("the Xylo configuration is invalid", value=message, where=str(path))
-        return config, _xylo_reference(config)
-    if args.numerics == "spinnaker2":
-        from pondlib.devices.spinnaker2 import SpiNNaker2Sim
-        from pondlib.devices.spinnaker2.report import configure, map_network
-
-        with stage(console, "Mapping to SpiNNaker2, configuring"):
-            spec, late = map_network(net, None, "lif_curr_exp")
-            config = configure(spec, "pond compile")
-        notes(console, late, "warning")
-
-        def reference_s2(x: Any) -> Any:
-            return np.asarray(SpiNNaker2Sim.from_config(config).evolve(x)[0])
-
-        return config, reference_s2
-    from pondlib.devices.siracusa import SiracusaSim, quantize_input
-    from pondlib.devices.siracusa.config import config_from_specification as siracusa_config
-    from pondlib.devices.siracusa.report import map_network as siracusa_map
-
-    if raster is not None:
-        calib = np.asarray(raster, dtype=np.float64)
-        source = "the --check raster"
-    else:
-        calib = synthetic_events(net.size_in)
-        source = "synthetic binary events"
-    with stage(console, f"Mapping to Siracusa, calibrating on {source}"):
-        try:
-            _, spec = siracusa_map(net, None, calib, args.drop_synapse)
-        except GraphError as err:
-            raise drop_synapse_hint(err) from None
-        config, ok, message = siracusa_config(spec)
-    if not ok:
-        raise PondError("the Siracusa configuration is invalid", value=message, where=str(path))
-
-    def reference_sir(x: Any) -> Any:
-        return np.asarray(SiracusaSim.from_config(config).evolve(x)[0])
-
-    reference_sir.quantize = lambda x: quantize_input(x, config)  # type: ignore[attr-defined]
-    return config, reference_sir
-
-
-def _xylo_reference(config: Any) -> Any:
-    import numpy as np
-
-    from pondlib.devices.xylo import XyloSim
-
-    def reference(x: Any) -> Any:
-        return np.asarray(XyloSim.from_config(config).evolve(x)[0])
-
-    return reference
+    if device is None:
+        return net, Reference(lambda x: np.asarray(net(np.asarray(x, dtype=np.float32))[0]))
+    calib, source = None, ""
+    if device.needs_calibration:
+        if raster is not None:
+            calib, source = np.asarray(raster, dtype=np.float64), "the --check raster"
+        else:
+            calib, source = synthetic_events(net.size_in), "synthetic binary events"
+    lim = device.limits(args.limits)
+    title = device.mapping_title(lim, options) + (f", calibrating on {source}" if source else "")
+    with stage(console, title):
+        mapped = device.map(net, lim, calibration=calib, **options)
+    notes(console, mapped.warnings, "warning")
+    return mapped.config, device.reference(mapped.config)
 
 
 def _memory_tables(console: Any, program: Any) -> None:
@@ -287,7 +261,7 @@ def _check(console: Any, program: Any, target: str, runner: Any, reference: Any,
     io = program.io
     if x.shape[2] != io.n_in:
         raise PondError("check raster", value=tuple(raster.shape), limit=f"(B, T, {io.n_in})", where=str(args.check))
-    quantize = getattr(reference, "quantize", None)
+    quantize = reference.quantize
     if quantize is not None:
         x = np.asarray(quantize(x))
     elif io.in_dtype.kind != "f":
@@ -312,7 +286,7 @@ def _check(console: Any, program: Any, target: str, runner: Any, reference: Any,
         y_c, ips = runner(x)
         st["note"] = f"{time.perf_counter() - t0:.2f} s" + (f", {ips:,.0f} instructions per step" if ips else "")
     with stage(console, "Running pondlib's simulator"):
-        y_ref = np.asarray(reference(x))
+        y_ref = np.asarray(reference.run(x))
     y_ref = y_ref.reshape(y_c.shape)
     if program.numerics == "float32":
         same = y_c.astype(np.float32).view(np.uint32) == y_ref.astype(np.float32).view(np.uint32)

@@ -1,25 +1,22 @@
 """``pond demo [--out DIR] [--epochs N] [--hidden H] [--seed S] [--fast]``: the whole pipeline on the
 bundled digits (no download).
 
-It trains a float spiking network in JAX, deploys it to three devices and reports, per device, the
-resources used against the limits, the quantization error, float vs device accuracy and the simulator
-speed:
+It trains a float spiking network in JAX, then deploys it to every registered device with
+:func:`pondlib.deploy` and renders what that returns, per device: the variants checked first (Xylo Audio
+2, whose 8-output limit the 10-class network breaks: its violation table), the resources used against
+the limits, the quantization error, the known float-vs-device gaps row by row, float vs device accuracy
+and the simulator speed. Each device's ``deploy_settings`` choose its variant and options (Xylo Audio 3;
+SpiNNaker2's 7-bit synapse words; Siracusa without the synaptic current its integer LIF lacks).
 
-- **Xylo**: checks Xylo Audio 2 (whose 8-output limit the 10-class network breaks: the violation
-  table is printed), maps to Xylo Audio 3, quantizes per channel and runs the bit-exact simulator;
-- **SpiNNaker2** (float32 LIF on ARM cores, 7-bit synapse words, one tick per hop) and **Siracusa**
-  (int8 GEMMs and a 16-bit integer LIF without synaptic current) emit at most one spike per neuron per
-  step, where the float network fires up to 31.
+On every device the network as trained is deployed first, then its device-aware twin (the device's
+arithmetic in the forward pass, straight-through gradients) is fine-tuned with the same ``fit`` and
+deployed; the summary compares that deployment with the float network as trained and says whether any
+device loses accuracy.
 
-On every device the network as trained is deployed first (the gap it shows is explained, row by row),
-then its device-aware twin (:func:`pondlib.transform.device_aware`: the device's arithmetic in the
-forward pass, straight-through gradients) is fine-tuned with the same ``fit`` and deployed; the summary
-compares that deployment with the float network as trained and says whether any device loses accuracy.
-
-Plots, the trained networks (``network.pond``; ``network_spinnaker2.pond``, the device-aware
-SpiNNaker2 network exported in float units), the deployed Xylo configuration (``xylo_config.npz``)
-and test inputs (``digits_test.npy``) go to ``DIR`` (default ``./pond-demo-output``); the report ends
-with commands to try on them.
+Plots, the trained network (``network.pond``; ``network_<device>.pond`` where a device exports its
+device-aware network in float units), the deployed configurations a device can save
+(``<device>_config.npz``) and test inputs (``digits_test.npy``) go to ``DIR`` (default
+``./pond-demo-output``); the report ends with commands to try on them.
 
 Example:
     >>> import argparse
@@ -39,11 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from pondlib.cli.args import SEED_MAX, positive_int, seed
-from pondlib.cli.demo_devices import NO_LOSS_POINTS, Deployment, demo_siracusa, demo_spinnaker2, demo_xylo
-from pondlib.cli.demo_network import DEMO_DEFAULTS, DT, S2_DEMO_MODEL, demo_network
+from pondlib.cli.demo_network import DEMO_DEFAULTS, DT, demo_network
 from pondlib.cli.demo_plots import save_plots
-from pondlib.cli.render import stage, table
+from pondlib.cli.render import RichObserver, render_deployment, result_table, stage, table
+from pondlib.devices import registry
 from pondlib.errors import PondError
+from pondlib.pipeline import NO_LOSS_POINTS
 
 __all__ = ["add_parser", "run"]
 
@@ -55,10 +53,9 @@ def add_parser(subparsers: Any) -> None:
     """Register ``demo`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``)."""
     demo = subparsers.add_parser(
         "demo",
-        help="train on digits, deploy to Xylo, SpiNNaker2 and Siracusa, report",
-        description="Train a small spiking network on the bundled digits, map it to "
-        "Xylo, SpiNNaker2 and Siracusa, simulate each bit-exactly and compare "
-        "accuracies (under a minute).",
+        help="train on digits, deploy to every device (" + ", ".join(registry.names()) + "), report",
+        description="Train a small spiking network on the bundled digits, deploy it to every registered "
+        "device, simulate each bit-exactly and compare accuracies (under a minute).",
     )
     full, fast = DEMO_DEFAULTS["full"], DEMO_DEFAULTS["fast"]
     demo.add_argument(
@@ -123,9 +120,10 @@ def run(console: Any, args: argparse.Namespace) -> int:
 
     from rich.panel import Panel
 
+    names = [d.display_name for d in registry.devices()]
     console.print(
         Panel.fit(
-            "[bold]pond demo[/]: digits -> float SNN (JAX) -> Xylo, SpiNNaker2, Siracusa: mapping, "
+            f"[bold]pond demo[/]: digits -> float SNN (JAX) -> {', '.join(names)}: mapping, "
             "quantization, bit-exact simulation\n"
             f"mode {mode}: {cfg['hidden']} hidden neurons, {cfg['epochs']} epochs (+ {cfg['aware_epochs']} "
             f"device-aware per device), T = {cfg['T']} steps of {DT * 1e3:g} ms, seed {args.seed}",
@@ -136,10 +134,10 @@ def run(console: Any, args: argparse.Namespace) -> int:
     with stage(console, "Importing the pipeline"):
         import jax
         import numpy as np
-        import optax
 
         from pondlib.datasets import load_digits_events
         from pondlib.io import save_network
+        from pondlib.pipeline import deploy, fine_tune_optimizer
         from pondlib.training import evaluate, fit
 
     # 1. data -------------------------------------------------------------------------------------------
@@ -153,74 +151,100 @@ def run(console: Any, args: argparse.Namespace) -> int:
     # 2. float training ---------------------------------------------------------------------------------
     k_net, k_fit, k_tune = jax.random.split(jax.random.PRNGKey(args.seed), 3)
     net = demo_network(cfg["hidden"], data.n_classes, key=k_net)
-
-    def optimizer(lr: float, epochs: int) -> Any:
-        steps = max(1, epochs * (len(data.y_train) // 64))
-        return optax.chain(
-            optax.clip_by_global_norm(1.0), optax.adam(optax.cosine_decay_schedule(lr, steps, alpha=0.05))
-        )
-
-    def train(model: Any, lr: float, epochs: int, key: Any, frozen: tuple = _FROZEN, on: Any = None) -> tuple:
-        return fit(
-            model,
-            data if on is None else on,
-            "cross_entropy_sum",
-            optimizer=optimizer(lr, epochs),
-            epochs=epochs,
-            batch_size=64,
-            key=key,
-            frozen=frozen,
-            progress=True,
-            console=console,
-        )
-
-    def tune(model: Any, lr: float, on: Any = None) -> Any:
-        """Device-aware fine-tuning: every parameter trainable, on ``on`` (default the digits)."""
-        return train(model, lr, cfg["aware_epochs"], k_tune, frozen=(), on=on)[0]
-
     console.print(
         "[bold]Training[/] the float model (cross-entropy on output spike counts; time "
-        "constants, thresholds and biases frozen; Xylo's spike caps: 31 hidden, 1 output)"
+        "constants, thresholds and biases frozen; spike caps: 31 hidden, 1 output)"
     )
     t0 = time.perf_counter()
-    net, history = train(net, 3e-3, cfg["epochs"], k_fit)
+    net, history = fit(
+        net,
+        data,
+        "cross_entropy_sum",
+        optimizer=fine_tune_optimizer(3e-3, cfg["epochs"], len(data.y_train) // 64),
+        epochs=cfg["epochs"],
+        batch_size=64,
+        key=k_fit,
+        frozen=_FROZEN,
+        progress=True,
+        console=console,
+    )
     t_train = time.perf_counter() - t0
     with stage(console, "Evaluating the float model on the test split") as st:
         float_acc = evaluate(net, data.x_test, data.y_test)
         float_out, _, float_rec = net(data.x_test.astype(np.float32), record=True)
         st["note"] = f"float test accuracy {float_acc:.1%}"
-    trained = {"net": net, "acc": float_acc, "rec": float_rec, "history": history, "seconds": t_train}
+    console.print(
+        result_table(
+            "Training (float model)",
+            [
+                ("final training accuracy / loss", f"{history['accuracy'][-1]:.1%} / {history['loss'][-1]:.3f}"),
+                ("test accuracy", f"{float_acc:.1%}"),
+                ("training time", f"{t_train:.1f} s ({cfg['epochs']} epochs)"),
+            ],
+        )
+    )
 
     # 3. devices: the network as trained, then its device-aware twin ------------------------------------
-    xylo, xylo_art = demo_xylo(console, trained, data, tune, cfg)
-    s2, s2_export = demo_spinnaker2(console, trained, data, tune, cfg)
-    deployments = [xylo, s2, demo_siracusa(console, trained, data, tune, cfg)]
+    deployments = []
+    for device in registry.devices():
+        console.rule(f"[bold]{device.display_name}[/]")
+        dep = deploy(
+            net,
+            device=device,
+            data=data,
+            aware=device.has_twin,
+            epochs=cfg["aware_epochs"],
+            key=k_tune,
+            float_record=float_rec,
+            observer=RichObserver(console),
+            fit_options={"progress": True, "console": console},
+        )
+        render_deployment(console, dep)
+        deployments.append(dep)
 
     # 4. summary ----------------------------------------------------------------------------------------
     console.rule("[bold]Summary[/]")
     _print_summary(console, deployments, len(data.y_test))
 
     # 5. files and plots --------------------------------------------------------------------------------
-    with stage(console, f"Saving the networks, the Xylo configuration and test inputs to {out_dir}") as st:
-        files = [
-            save_network(net, out_dir / "network.pond"),
-            save_network(s2_export.net, out_dir / "network_spinnaker2.pond"),
-            xylo_art["aware_config"].save(out_dir / "xylo_config.npz"),
-        ]
+    with stage(console, f"Saving the networks, the deployed configurations and test inputs to {out_dir}") as st:
+        files = [save_network(net, out_dir / "network.pond")]
+        for dep in deployments:
+            exported = dep.deployed.extra.get("network")
+            if exported is not None:
+                files.append(save_network(exported, out_dir / f"network_{dep.device}.pond"))
+        configs = _save_configs(out_dir, deployments)
         np.save(out_dir / "digits_test.npy", data.x_test[:20])
         np.save(out_dir / "digits_test_labels.npy", data.y_test[:20])
-        st["note"] = ", ".join(Path(f).name for f in files) + ", digits_test.npy (20 samples), digits_test_labels.npy"
+        names = [Path(f).name for f in files] + [p.name for p in configs.values()]
+        st["note"] = ", ".join(names) + ", digits_test.npy (20 samples), digits_test_labels.npy"
     with stage(console, f"Saving plots to {out_dir}") as st:
-        paths = save_plots(out_dir, data, xylo_art, float_out, float_rec, history, deployments)
+        paths = save_plots(out_dir, data, float_out, float_rec, history, deployments)
         st["note"] = ", ".join(p.name for p in paths)
-    console.print(Panel(_try_next(out_dir), title="try next", title_align="left", border_style="cyan"), highlight=False)
+    console.print(
+        Panel(_try_next(out_dir, deployments, configs), title="try next", title_align="left", border_style="cyan"),
+        highlight=False,
+    )
     console.print(
         f"[bold green]done[/] in {time.perf_counter() - t_start:.1f} s; plots and files in [bold]{out_dir.resolve()}[/]"
     )
     return 0
 
 
-def _print_summary(console: Any, deployments: list[Deployment], n_test: int) -> None:
+def _save_configs(out_dir: Path, deployments: list) -> dict[str, Path]:
+    """``<device>_config.npz``: the deployed configuration of every device that can save one."""
+    out = {}
+    for dep in deployments:
+        path = out_dir / f"{dep.device}_config.npz"
+        try:
+            registry.get(dep.device).save(dep.deployed, path)
+        except PondError:  # a device without a saved form of this configuration
+            continue
+        out[dep.device] = path
+    return out
+
+
+def _print_summary(console: Any, deployments: list, n_test: int) -> None:
     """The float vs device table, one accuracy line per device and the verdict (no loss or not)."""
     t = table(
         f"Float vs device accuracy (test split, {n_test} samples)",
@@ -235,33 +259,37 @@ def _print_summary(console: Any, deployments: list[Deployment], n_test: int) -> 
             ("spikes equal", "right"),
         ),
     )
+
+    def pct(v: Any) -> str:
+        return "-" if v is None else f"{v:.1%}"
+
     for d in deployments:
         t.add_row(
-            d.device,
+            d.name,
             f"{d.float_acc:.1%}",
             f"{d.as_trained_acc:.1%}",
-            f"{d.aware_float_acc:.1%}",
-            f"{d.device_acc:.1%}",
-            f"{(d.device_acc - d.float_acc) * 100:+.1f} pt",
-            f"{d.agree:.1%}",
-            f"{min(d.spikes_equal.values()):.1%}",
+            pct(d.aware_float_acc),
+            pct(d.final_acc),
+            f"{(d.final_acc - d.float_acc) * 100:+.1f} pt",
+            pct(d.agree),
+            pct(min(d.spikes_equal.values())) if d.spikes_equal else "-",
         )
     t.caption = (
-        "float: the float network as trained; aware: its device-aware twin (pondlib.transform.device_aware); "
+        "float: the float network as trained; aware: its device-aware twin (pondlib.deploy, aware=True); "
         "device - float: the device-aware network on the device against the float network; same prediction "
         "and spikes equal (worst layer): device-aware float model vs device"
     )
     console.print(t)
     for d in deployments:
         console.print(
-            f"accuracy on {d.device}: float {d.float_acc:.1%}, device {d.device_acc:.1%} "
+            f"accuracy on {d.name}: float {d.float_acc:.1%}, device {d.final_acc:.1%} "
             f"(network as trained: device {d.as_trained_acc:.1%})",
             style="bold",
             highlight=False,
         )
-    lost = [d for d in deployments if (d.float_acc - d.device_acc) * 100 > NO_LOSS_POINTS]
+    lost = [d for d in deployments if d.lost]
     if lost:
-        names = ", ".join(f"{d.device} ({(d.device_acc - d.float_acc) * 100:+.1f} points)" for d in lost)
+        names = ", ".join(f"{d.name} ({(d.final_acc - d.float_acc) * 100:+.1f} points)" for d in lost)
         console.print(f"[bold yellow]accuracy lost on the device:[/] {names}", highlight=False)
     else:
         console.print(
@@ -271,22 +299,44 @@ def _print_summary(console: Any, deployments: list[Deployment], n_test: int) -> 
         )
 
 
-def _try_next(out_dir: Path) -> str:
-    """The commands to try on the demo's files, one per line."""
+def _try_next(out_dir: Path, deployments: list, configs: dict[str, Path]) -> str:
+    """The commands to try on the demo's files, one per line, made from what each device did."""
     q, d = shlex.quote, str(out_dir)
-    return "\n".join(
-        [
-            f"pond simulate {q(d + '/xylo_config.npz')} --input {q(d + '/digits_test.npy')} "
-            f"--record {q(d + '/record.npz')}",
-            f"pond map {q(d + '/network.pond')} --device xylo                  "
-            "# Xylo Audio 2: the 8-output violation (exit 1)",
-            f"pond map {q(d + '/network.pond')} --device xylo --limits audio3",
-            f"pond map {q(d + '/network_spinnaker2.pond')} --device spinnaker2 --neuron-model {S2_DEMO_MODEL}",
-            f"pond map {q(d + '/network.pond')} --device siracusa --drop-synapse "
-            f"--calibration {q(d + '/digits_test.npy')}",
-            f"pond compile {q(d + '/xylo_config.npz')} --numerics xylo -o {q(d + '/xylo_c')} --target cortex-m4 "
-            f"--check {q(d + '/digits_test.npy')}",
-            "pond explore --memory 128KB",
-            "pond devices",
-        ]
-    )
+    test = q(d + "/digits_test.npy")
+    lines = []
+    for i, dep in enumerate(deployments):
+        device = registry.get(dep.device)
+        if dep.device in configs:
+            flag = " --quantize" if device.quantizes_saved_input else ""
+            rec = f" --record {q(d + '/record.npz')}" if i == 0 else ""
+            lines.append(f"pond simulate {q(str(configs[dep.device]))} --input {test}{flag}{rec}")
+    for dep in deployments:
+        device = registry.get(dep.device)
+        for check in dep.checks:
+            if check.error is not None:
+                rule = check.error.violations[0].rule
+                lines.append(
+                    f"pond map {q(d + '/network.pond')} --device {dep.device}      # {check.variant}: the {rule} "
+                    "violation (exit 1)"
+                )
+        short = next((s for s, lim in device.variants.items() if lim.name == dep.name), None)
+        limits = f" --limits {short}" if short and short != device.default_variant else ""
+        exported = "network_" + dep.device if dep.deployed.extra.get("network") is not None else "network"
+        flags = []
+        for o in device.options:
+            value = device.deploy_settings.options.get(o.name, o.value_default)
+            if o.switch and value:
+                flags.append(o.flag)
+            elif not o.switch and value != o.value_default:
+                flags.append(f"{o.flag} {value}")
+        if device.needs_calibration:
+            flags.append(f"--calibration {test}")
+        lines.append(f"pond map {q(f'{d}/{exported}.pond')} --device {dep.device}{limits} {' '.join(flags)}".rstrip())
+    for dep in deployments:
+        if dep.device in configs and registry.get(dep.device).has_c:
+            lines.append(
+                f"pond compile {q(str(configs[dep.device]))} --numerics {dep.device} -o {q(f'{d}/{dep.device}_c')} "
+                f"--target cortex-m4 --check {test}"
+            )
+    lines += ["pond explore --memory 128KB", "pond devices"]
+    return "\n".join(lines)

@@ -16,12 +16,10 @@ from typing import Any
 from pondlib.errors import GraphError
 
 __all__ = [
-    "AWARE_LR",
     "DASH_MEM",
     "DASH_SYN",
     "DEMO_DEFAULTS",
     "DT",
-    "S2_DEMO_MODEL",
     "SIM_CHUNK",
     "demo_network",
     "one_spike_network",
@@ -35,13 +33,6 @@ DEMO_DEFAULTS: dict[str, dict[str, Any]] = {
     "full": {"epochs": 60, "hidden": 128, "T": 12, "aware_epochs": 30, "finetune_epochs": 10},
     "fast": {"epochs": 12, "hidden": 64, "T": 12, "aware_epochs": 6, "finetune_epochs": 4},
 }
-
-#: Device-aware fine-tuning learning rates (Adam, cosine decay): SpiNNaker2's twin holds chip units, so
-#: its rate is further multiplied by the mapper's weight scale (the geometric mean over layers).
-AWARE_LR = {"xylo": 1e-3, "spinnaker2": 1e-3, "siracusa": 1e-2}
-
-#: The SpiNNaker2 model of the demo: no delays are needed, so the word with 7-bit weights.
-S2_DEMO_MODEL = "lif_curr_exp_no_delay"
 
 DASH_MEM = 4  # membrane decay shift: alpha = 15/16 per step
 DASH_SYN = 1  # synaptic decay shift: beta = 1/2 per step

@@ -1,4 +1,4 @@
-"""``pond devices``: every device variant and its hardware limits, one table per device.
+"""``pond devices``: every registered device, its variants and their hardware limits, one table per device.
 
 Example:
     >>> import argparse
@@ -28,24 +28,20 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(console: Any, args: argparse.Namespace | None = None) -> int:
-    """Print the limits of every variant of every device; return 0."""
-    from pondlib.devices.siracusa.limits import LIMITS as SIRACUSA_LIMITS
-    from pondlib.devices.siracusa.report import limit_rows as siracusa_rows
-    from pondlib.devices.spinnaker2.limits import LIMITS as S2_LIMITS
-    from pondlib.devices.spinnaker2.report import limit_rows as s2_rows
-    from pondlib.devices.xylo.limits import LIMITS as XYLO_LIMITS
-    from pondlib.devices.xylo.report import limit_rows as xylo_rows
+    """Print the limits of every variant of every registered device; return 0."""
+    from pondlib.devices import registry
 
-    tables = (
-        ("Xylo (SynSense): one core, integer LIF, bit-shift decays", XYLO_LIMITS, xylo_rows),
-        ("SpiNNaker2: ARM Cortex-M4F PEs (SNN: float32 LIF, 16-bit synapse words)", S2_LIMITS, s2_rows),
-        ("Siracusa (PULP cluster + N-EUREKA NPU): int8 layers with RequantShift", SIRACUSA_LIMITS, siracusa_rows),
-    )
-    for title, variants, describe in tables:
-        console.print(limits_table(title, variants, describe))
-    console.print(
-        "Pick a variant by its short name: [bold]pond map MODEL --device spinnaker2 --limits board[/], "
-        "or in code [bold]pondlib.devices.xylo.limits.get_limits('audio3')[/]",
-        highlight=False,
-    )
+    example = None
+    for device in registry.devices():
+        console.print(limits_table(device.title, device.variants, device.limit_rows))
+        others = [v for v in device.variants if v != device.default_variant]
+        if example is None and others:
+            example = (device.name, others[-1])
+    if example is not None:
+        name, variant = example
+        console.print(
+            f"Pick a variant by its short name: [bold]pond map MODEL --device {name} --limits {variant}[/], "
+            f"or in code [bold]pondlib.devices.registry.get({name!r}).limits({variant!r})[/]",
+            highlight=False,
+        )
     return 0

@@ -1,8 +1,9 @@
 """Rendering for the ``pond`` commands: every rich table, note, spinner and progress bar.
 
-The commands compute nothing here: they pass what the library returns (device reports from
-``pondlib.devices.<device>.report``, violations, results) and get rich renderables back, or print
-through the console they are given.
+The commands compute nothing here: they pass what the library returns (tables and reports of the
+devices as plain data, violations, results) and get rich renderables back, or print through the
+console they are given. No device is known here: every device's tables arrive as
+:class:`~pondlib.devices.core.report.Table` data and are drawn by :func:`render`.
 
 Example:
     >>> from pondlib.devices.core.report import Resource
@@ -22,30 +23,21 @@ from typing import Any
 from pondlib.errors import ConstraintError
 
 __all__ = [
-    "GapRow",
+    "RichObserver",
     "limits_table",
     "notes",
     "one_line",
     "print_error",
+    "render",
+    "render_deployment",
     "resource_label",
     "resources_table",
     "result_table",
     "run_in_chunks",
-    "siracusa_gaps_table",
-    "siracusa_quantization_table",
-    "spinnaker2_gaps_table",
-    "spinnaker2_quantization_table",
     "stage",
     "table",
     "violations_table",
-    "xylo_gaps_table",
-    "xylo_quantization_table",
 ]
-
-#: A row of a float-vs-device gap table: (gap, float model, device, what it did here).
-GapRow = tuple[str, str, str, str]
-
-_GAP_COLUMNS = (("gap", "left"), ("float model", "left"), ("device", "left"), ("here", "left"))
 
 
 # -- errors and notes ----------------------------------------------------------------------------------
@@ -92,23 +84,37 @@ def run_in_chunks(
 
     Returns the concatenated output and record and the seconds spent inside ``run``.
     """
-    import numpy as np
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    outputs, records, t_run = [], [], 0.0
+    from pondlib.pipeline import run_chunks
+
     columns = (TextColumn(f"[bold]{label}[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("samples"))
     with Progress(*columns, TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("sim", total=len(x))
-        for start in range(0, len(x), chunk):
-            xb = x[start : start + chunk]
-            t0 = time.perf_counter()
-            out, rec = run(xb)
-            t_run += time.perf_counter() - t0
-            outputs.append(np.asarray(out))
-            records.append(rec)
-            bar.update(task, advance=len(xb))
-    rec_all = {k: np.concatenate([r[k] for r in records]) for k in records[0]} if records[0] else {}
-    return np.concatenate(outputs), rec_all, t_run
+        return run_chunks(run, x, chunk, lambda n: bar.update(task, advance=n))
+
+
+class RichObserver:
+    """The :class:`pondlib.pipeline.Observer` of the commands: a spinner and a timed line per stage, a
+    progress bar per simulation, and lines in bold."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+
+    def stage(self, text: str) -> Any:
+        return stage(self.console, text)
+
+    def simulate(self, label: str, run: Callable[[Any], tuple[Any, dict]], x: Any, chunk: int) -> tuple:
+        return run_in_chunks(self.console, label, run, x, chunk)
+
+    def say(self, text: str) -> None:
+        self.console.print(f"[bold]{text}[/]", highlight=False)
+
+    def checked(self, check: Any) -> None:
+        if check.error is not None:
+            self.console.print(violations_table(check.error, check.variant))
+        else:
+            self.console.print(f"[yellow]{check.variant} accepted the network[/]", highlight=False)
 
 
 # -- generic tables ------------------------------------------------------------------------------------
@@ -127,6 +133,16 @@ def result_table(title: str, rows: Sequence[tuple[str, str]], justify: str = "ri
     t = table(title, (("", "left"), ("value", justify)))
     for k, v in rows:
         t.add_row(k, v)
+    return t
+
+
+def render(data: Any) -> Any:
+    """A rich table of a :class:`~pondlib.devices.core.report.Table` (red title when it reports a failure)."""
+    t = table(data.title, data.columns, style="bold red" if data.alarm else "bold")
+    for row in data.rows:
+        t.add_row(*row)
+    if data.caption:
+        t.caption = data.caption
     return t
 
 
@@ -173,200 +189,15 @@ def limits_table(title: str, variants: Mapping[str, Any], describe: Callable[[An
     return t
 
 
-def _gap_table(title: str, rows: Sequence[GapRow]) -> Any:
-    t = table(title, _GAP_COLUMNS)
-    for row in rows:
-        t.add_row(*row)
-    return t
-
-
-# -- Xylo ----------------------------------------------------------------------------------------------
-def xylo_quantization_table(q: Any) -> Any:
-    """The table of a :class:`pondlib.devices.xylo.report.QuantizationSummary`."""
-    t = table(
-        f"Quantization ({q.method} scaling, int{q.weight_bits} weights, int{q.state_bits} thresholds)",
-        (("field", "left"), ("relative error", "right"), ("clipped values", "right")),
-    )
-    for f in q.fields:
-        t.add_row(f.field, f"{f.relative_error:.2%}", str(f.clipped))
-    scales = ", ".join(f"{name} {lo:.0f}..{hi:.0f}" for name, lo, hi in q.scale_ranges)
-    t.caption = f"scales (chip units per float unit): {scales}; {q.total_clipped} value(s) clipped in all"
-    return t
-
-
-def xylo_gaps_table(name: str, g: Any, float_caps: tuple[float, float]) -> Any:
-    """The float-vs-chip table of a :class:`pondlib.devices.xylo.report.FloatChipGaps`; ``float_caps``: the
-    float model's spike caps per step (hidden, output)."""
-    smin, smax = g.state_range
-    step = "step" if g.readout_delay == 1 else "steps"
-    clip = "larger counts clipped" if g.input_clipped else "nothing clipped"
-    rows: list[GapRow] = [
-        (
-            "hidden -> output delay",
-            "0 steps",
-            f"{g.readout_delay} {step}",
-            f"readout sums output spikes over all {g.n_steps} steps ({g.silent_steps} silent at the end), "
-            "so the late step is still counted",
-        ),
-        (
-            "spike caps per step",
-            f"trained with {float_caps[0]:g} / {float_caps[1]:g}",
-            f"{g.max_spikes_hidden} / {g.max_spikes_output}",
-            f"same caps; peak hidden count float {g.float_peak_spikes:.0f}, chip {g.chip_peak_spikes}",
-        ),
-        (
-            "membrane decay per step",
-            f"exp(-dt/tau) = {g.decay_float:.4f}",
-            f"1 - 2^-{g.dash_mem} = {g.decay_chip:.4f}",
-            "time constants chosen to match exactly (bit-shift floor rounding remains)",
-        ),
-        (
-            f"{g.state_bits}-bit saturation",
-            "none",
-            f"{smin}..{smax}",
-            f"{g.saturated_vmem:.2%} of hidden Vmem and {g.saturated_isyn:.2%} of Isyn values at the limits",
-        ),
-        (
-            "input event clip",
-            "none",
-            f"{g.max_input_count} per channel per step",
-            f"inputs peak at {g.input_peak}: {clip}",
-        ),
-        (
-            "weight / threshold rounding",
-            "float32",
-            f"int{g.weight_bits} / int{g.state_bits}",
-            f"{g.weight_error:.2%} relative error on input weights",
-        ),
-        ("hidden activity", f"{g.rate_float:.3f} spikes/neuron/step", f"{g.rate_chip:.3f}", ""),
-    ]
-    return _gap_table(f"Float model vs {name}: known gaps and what they did here", rows)
-
-
-# -- SpiNNaker2 ----------------------------------------------------------------------------------------
-def spinnaker2_quantization_table(q: Any, other: Any = None) -> Any:
-    """The table of a :class:`pondlib.devices.spinnaker2.report.QuantizationSummary`, with the errors of
-    ``other`` (the same network with another neuron model) as its caption."""
-    t = table(
-        f"Quantization ({q.neuron_model}: weights scaled per target population, rounded to the synapse word)",
-        (
-            ("projection", "left"),
-            ("target", "left"),
-            ("scale", "right"),
-            ("relative error", "right"),
-            ("largest error (float units)", "right"),
-            ("weights rounded to 0", "right"),
-        ),
-    )
-    for p in q.projections:
-        t.add_row(
-            p.projection, p.target, f"{p.scale:.1f}", f"{p.relative_error:.2%}", f"{p.max_abs_error:.4f}", str(p.zeroed)
-        )
-    if other is not None:
-        errs = ", ".join(f"{p.projection} {p.relative_error:.2%}" for p in other.projections)
-        t.caption = f"with {other.neuron_model} ({other.weight_bits}-bit weights, delays 0..{other.max_delay}): {errs}"
-    return t
-
-
-def spinnaker2_gaps_table(name: str, g: Any, first: Sequence[GapRow] = (), activity_note: str = "") -> Any:
-    """The float-vs-chip table of a :class:`pondlib.devices.spinnaker2.report.FloatChipGaps`, after the
-    caller's own ``first`` rows (what it compared: networks, accuracies)."""
-    rounding = (
-        "one rounding for the decay multiply-add (fused)"
-        if g.fused_multiply_add
-        else "rounded after every multiply and add (no fused multiply-add)"
-    )
-    rows: list[GapRow] = [
-        *first,
-        (
-            "delay per hop",
-            "0 steps",
-            f"1 tick per hop ({g.hops} from input to output)",
-            f"readout sums output spikes over all {g.n_steps} steps ({g.silent_steps} silent at the end)",
-        ),
-        (
-            "synaptic input",
-            "I = beta (I + x)",
-            "I = beta I + x",
-            f"the mapper folds beta = {g.beta:g} into the weights (exact for a common beta)",
-        ),
-        (
-            "weights",
-            "float32",
-            f"sign + {g.weight_bits}-bit magnitude per word",
-            f"{g.weight_error:.2%} relative error on input weights",
-        ),
-        (
-            "neuron arithmetic",
-            "float32 (XLA)",
-            "float32 per operation (Cortex-M4F)",
-            f"{rounding}, simulated bit-precisely",
-        ),
-        ("hidden activity", f"{g.rate_float:.3f} spikes/neuron/step", f"{g.rate_chip:.3f}", activity_note),
-    ]
-    return _gap_table(f"Float model vs {name}: known gaps and what they did here", rows)
-
-
-# -- Siracusa ------------------------------------------------------------------------------------------
-def siracusa_quantization_table(q: Any) -> Any:
-    """The table of a :class:`pondlib.devices.siracusa.report.QuantizationSummary`."""
-    t = table(
-        "Quantization (int8 weights per output channel, RequantShift / integer LIF multipliers)",
-        (
-            ("layer", "left"),
-            ("kind", "left"),
-            ("shift", "right"),
-            ("multiplier error", "right"),
-            ("weight error", "right"),
-            ("constants in", "left"),
-            ("NPU", "left"),
-        ),
-    )
-    for r in q.layers:
-        t.add_row(
-            r.name,
-            r.kind,
-            str(r.shift),
-            f"{r.mul_rel_error:.2e}",
-            "-" if r.weight_error is None else f"{r.weight_error:.2%}",
-            r.placement,
-            "yes" if r.npu_eligible else f"no: {r.npu_reason}",
-        )
-    lo, hi = q.input_range
-    t.caption = (
-        f"input: {'int' if q.input_signed else 'uint'}{q.input_bits} {lo}..{hi}, one step = "
-        f"{q.input_scale:.4g} float units; weight error = max |W - W_q s| / max |W|; "
-        "multiplier error = relative error of mul / 2^shift"
-    )
-    return t
-
-
-def siracusa_gaps_table(
-    name: str, g: Any, first: Sequence[GapRow] = (), calibration: str = "the calibration input", activity_note: str = ""
-) -> Any:
-    """The float-vs-chip table of a :class:`pondlib.devices.siracusa.report.FloatChipGaps`, after the
-    caller's own ``first`` rows; ``calibration`` names the input the scales came from."""
-    rows: list[GapRow] = [
-        *first,
-        (
-            "membrane decay per step",
-            f"exp(-dt/tau) = {g.decay_float:.4f}",
-            f"{g.decay_mul} / 2^{g.decay_shift} = {g.decay_chip:.4f}",
-            "rounded multiplier",
-        ),
-        (
-            "state",
-            "float32",
-            f"int{g.state_bits}, saturating; round half up",
-            f"state scale from the largest membrane value on {calibration}",
-        ),
-        (
-            "weights",
-            "float32",
-            "int8 per output channel, int32 accumulator",
-            f"{g.weight_error:.2%} largest relative error on input weights",
-        ),
-        ("delay per layer", "0 steps", "0 steps (layers run in order within a step)", ""),
-        ("hidden activity", f"{g.rate_float:.3f} spikes/neuron/step", f"{g.rate_chip:.3f}", activity_note),
-    ]
-    return _gap_table(f"Float model vs {name}: known gaps and what they did here", rows)
+def render_deployment(console: Any, dep: Any) -> None:
+    """The report of a :class:`pondlib.pipeline.Deployment`: resources, quantization, notes, the
+    float-vs-device gaps and the result table."""
+    report = dep.report
+    console.print(resources_table(report.title, report.resources))
+    for t in report.tables:
+        console.print(render(t))
+    notes(console, list(dep.mapped.notes) + list(report.notes), "mapper note")
+    notes(console, dep.mapped.warnings, "warning")
+    if dep.gaps is not None:
+        console.print(render(dep.gaps))
+    console.print(render(dep.table()))

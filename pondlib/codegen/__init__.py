@@ -2,24 +2,31 @@ r"""C code generation: any pondlib network or device configuration as plain C11,
 
 ``generate(model, numerics=...)`` returns a :class:`Program` (the C sources as text, the I/O description,
 a memory report) with ``.write(directory)``; :func:`compile_host` / :func:`run_host` build and run it on
-the host. One numerics per deployment target:
+the host, :mod:`pondlib.codegen.cross` on emulated Cortex-M4F and RV32IMC cores. One numerics per
+deployment target:
 
 ==============  ==========================================================================================
 ``float32``     the float model (any ``pondlib.nn`` network), IEEE float32, operation order fixed
-``xylo``        the Xylo integer core running a ``XyloConfig`` (the numerics of ``XyloSim``)
-``spinnaker2``  the per-PE neuron update of the SpiNNaker2 simulator and the int8 MLA layers
-``siracusa``    int8 GEMM/conv with RequantShift and the integer LIF of the Siracusa simulator
+                (:mod:`pondlib.codegen.float32`)
+a device name   the chip's integer (or float32) arithmetic running one of its configurations, emitted by the
+                device's C numerics (``pondlib.devices.<chip>.codegen``, reached through the registry):
+                ``xylo`` (the numerics of ``XyloSim``), ``spinnaker2`` (per-PE neuron update and int8 MLA
+                layers), ``siracusa`` (int8 GEMM/conv with RequantShift and the integer LIF)
 ==============  ==========================================================================================
 
-The layout of the generated C (arena, API, harness) is described in :mod:`pondlib.codegen.program`.
+The program model every numerics builds on (arena, API, harness, templates) is :mod:`pondlib.cprogram`.
+
+Example:
+    >>> numerics()[:4]
+    ('float32', 'xylo', 'spinnaker2', 'siracusa')
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
-from pondlib.codegen.program import (
+from pondlib.codegen.toolchain import compile_host, run_host
+from pondlib.cprogram import (
     Buffer,
     BufferReport,
     Constant,
@@ -30,12 +37,13 @@ from pondlib.codegen.program import (
     build_program,
     plan_arena,
 )
-from pondlib.codegen.toolchain import compile_host, run_host
+from pondlib.devices import registry
 from pondlib.errors import CodegenError
 from pondlib.validate import check_choice
 
 __all__ = [
     "NUMERICS",
+    "numerics",
     "generate",
     "Program",
     "Buffer",
@@ -50,29 +58,39 @@ __all__ = [
     "run_host",
 ]
 
-#: numerics name -> module of pondlib.codegen that emits it (each has ``emit(model, *, name, **options)``).
-NUMERICS = {
-    "float32": "pondlib.codegen.float32",
-    "xylo": "pondlib.codegen.xylo",
-    "spinnaker2": "pondlib.codegen.spinnaker2",
-    "siracusa": "pondlib.codegen.siracusa",
-}
+#: The numerics of pondlib itself (the others are the registered devices with C numerics).
+FLOAT32 = "float32"
 
 
-def generate(model: Any, numerics: str = "float32", *, name: str = "net", **options: Any) -> Program:
+def numerics() -> tuple[str, ...]:
+    """Every numerics :func:`generate` takes: ``float32``, then each registered device with C numerics."""
+    return (FLOAT32,) + tuple(d.name for d in registry.devices() if d.has_c)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "NUMERICS":  # computed on access: a device registered at run time is included
+        return numerics()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def generate(model: Any, numerics: str = FLOAT32, *, name: str = "net", **options: Any) -> Program:
     """Emit ``model`` as C with the given ``numerics`` (see the module docstring).
 
     Args:
-        model: a ``pondlib.nn`` network (``float32``), a ``XyloConfig`` (``xylo``), a SpiNNaker2 or Siracusa
-            configuration (``spinnaker2``, ``siracusa``); each emitter's docstring lists what it takes.
-        numerics: one of :data:`NUMERICS`.
+        model: a ``pondlib.nn`` network (``float32``), or a configuration of the device named by
+            ``numerics`` (each device's ``codegen.emit`` docstring lists what it takes).
+        numerics: one of :func:`numerics`.
         name: the C prefix of every symbol and the file stem.
         options: passed to the emitter.
 
     Raises:
-        CodegenError: the model cannot be emitted faithfully (an unsupported node names itself and what is
-            supported; an integer path that could overflow is refused).
+        CodegenError: an unknown ``numerics`` (the message lists them); the model cannot be emitted
+            faithfully (an unsupported node names itself and what is supported; an integer path that
+            could overflow is refused).
     """
-    numerics = check_choice(numerics, "numerics", tuple(NUMERICS), error=CodegenError)
-    module = import_module(NUMERICS[numerics])
-    return module.emit(model, name=name, **options)
+    numerics = check_choice(numerics, "numerics", globals()["numerics"](), error=CodegenError)
+    if numerics == FLOAT32:
+        from pondlib.codegen.float32 import emit
+
+        return emit(model, name=name, **options)
+    return registry.get(numerics).emit(model, name=name, **options)

@@ -1,4 +1,4 @@
-r"""Cross-compile a generated :class:`~pondlib.codegen.program.Program` for a microcontroller and run it emulated.
+r"""Cross-compile a generated :class:`~pondlib.cprogram.program.Program` for a microcontroller and run it emulated.
 
 Two targets, both built with the ``ziglang`` toolchain (``python -m ziglang cc``, clang inside) and run
 instruction by instruction with ``unicorn`` (the QEMU CPU core as a library):
@@ -29,7 +29,7 @@ The zig compiler builds its compiler-rt once per target into its global cache (a
 
 Example:
     >>> import numpy as np, tempfile
-    >>> from pondlib.codegen.program import Buffer, build_program
+    >>> from pondlib.cprogram.program import Buffer, build_program
     >>> prog = build_program("acc", "xylo", constants=[], buffers=[Buffer("total", "int32_t", 1)],
     ...                      step_body="total[0] += x[0]; y[0] = total[0];",
     ...                      n_in=1, in_ctype="int32_t", n_out=1, out_ctype="int32_t")
@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.codegen.program import Program
+from pondlib.cprogram.program import Program
 from pondlib.errors import CodegenError
 from pondlib.validate import as_array
 

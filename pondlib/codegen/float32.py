@@ -82,7 +82,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.codegen.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
+from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
 from pondlib.errors import CodegenError
 from pondlib.nn.combinators import Residual, Sequential
 from pondlib.nn.graphnet import GraphNetwork

@@ -1,4 +1,4 @@
-r"""Build and run a generated :class:`~pondlib.codegen.program.Program` on the host.
+r"""Build and run a generated :class:`~pondlib.cprogram.program.Program` on the host.
 
 :func:`compile_host` writes the sources and compiles them with the system C compiler (``$CC`` or ``cc``)
 and the flags every test uses::
@@ -13,7 +13,7 @@ the outputs ``(B, T, N_OUT)`` and, with ``record=True``, every state buffer as `
 
 Example:
     >>> import numpy as np
-    >>> from pondlib.codegen.program import Buffer, build_program
+    >>> from pondlib.cprogram.program import Buffer, build_program
     >>> prog = build_program("acc", "xylo", constants=[], buffers=[Buffer("total", "int32_t", 1)],
     ...                      step_body="total[0] += x[0]; y[0] = total[0];",
     ...                      n_in=1, in_ctype="int32_t", n_out=1, out_ctype="int32_t")
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.codegen.program import Program
+from pondlib.cprogram.program import Program
 from pondlib.errors import CodegenError
 from pondlib.validate import as_array
 

@@ -12,9 +12,9 @@ module                             layer
 ``SumPool2d`` / ``AvgPool2d``      ``pool``
 ``Residual``                       the block, then an ``add`` of its output and its input
 ``GraphNetwork`` (acyclic)         its nodes in order; several edges into a node become an ``add``
-neurons (``LIF``, ``XyloLIF``,     fused into the layer before them (STEMS's conv + PLIF layer) when
-``CubaLIF``, ``NIRLIF``, ``IF``,   that layer feeds only them and has as many outputs as they have
-``LI``, ``Integrator``)            neurons, else a ``neuron`` layer of their own; they make the layer
+neurons (``LIF`` and LIF-like      fused into the layer before them (STEMS's conv + PLIF layer) when
+twins, ``CubaLIF``, ``NIRLIF``,    that layer feeds only them and has as many outputs as they have
+``IF``, ``LI``, ``Integrator``)     neurons, else a ``neuron`` layer of their own; they make the layer
                                    stateful with one state word per membrane and per synaptic current
                                    (``LIF``: ``1 + k``; NIR neurons: ``1``, ``2`` with ``tau_syn``) and
                                    add their recurrent weights; non-spiking ones (``LI``, ...) emit
@@ -128,7 +128,7 @@ def _check_size(x: _Tensor, n: int, where: str) -> None:
 
 def _neuron_info(m: Any, nn: Any) -> tuple[int, bool, int] | None:
     """(state words per neuron, spiking, recurrent synapses) of a neuron module, or None."""
-    if isinstance(m, (nn.LIF, nn.XyloLIF)):
+    if isinstance(m, nn.LIF) or all(hasattr(m, a) for a in ("n_neurons", "n_synapses", "w_rec")):  # LIF-like twins
         rec = 0 if m.w_rec is None else int(np.prod(np.shape(m.w_rec)))
         return 1 + m.n_synapses, True, rec
     if isinstance(m, (nn.CubaLIF, nn.CubaLI, nn.NIRLIF, nn.LI, nn.IF, nn.Integrator)):

@@ -15,7 +15,7 @@ from pondlib.graph.base import (
     as_GraphHolder,
     connect_modules,
 )
-from pondlib.graph.modules import AliasConnection, LIFNeurons, LinearWeights
+from pondlib.graph.modules import AliasConnection, LIFNeurons, LinearWeights, NIRNeuronGroup
 from pondlib.graph.utils import (
     find_modules,
     find_recurrent_modules,
@@ -37,6 +37,7 @@ __all__ = [
     "LinearWeights",
     "LIFNeurons",
     "AliasConnection",
+    "NIRNeuronGroup",
     "find_modules",
     "modules_of_class",
     "find_recurrent_modules",

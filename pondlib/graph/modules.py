@@ -10,7 +10,10 @@ LIFNeurons         N * k -> N                       ``tau_mem`` (N,) s, ``tau_sy
                                                     ``max_spikes_per_dt``
 AliasConnection    N -> N                           none: the spikes of the neurons writing its
                                                     inputs also leave through the neurons writing
-                                                    its outputs (how a residual sum reaches Xylo)
+                                                    its outputs (how a residual sum reaches a chip
+                                                    without adders)
+NIRNeuronGroup     N -> N                           a NIR neuron layer no device primitive runs
+                                                    exactly (``kind``, ``reset``, ``dt``, ``reason``)
 =================  ===============================  ==============================================
 
 LIF input channel ``i`` drives synapse ``i % k`` of neuron ``i // k``. The dynamics are those of
@@ -46,7 +49,7 @@ from pondlib.errors import GraphError
 from pondlib.graph.base import GraphModule
 from pondlib.validate import as_array, as_float_array, check_float
 
-__all__ = ["LinearWeights", "LIFNeurons", "AliasConnection"]
+__all__ = ["LinearWeights", "LIFNeurons", "AliasConnection", "NIRNeuronGroup"]
 
 #: LIFNeurons parameters that divide or decay: they must be > 0.
 _POSITIVE = ("tau_mem", "tau_syn", "threshold")
@@ -187,3 +190,19 @@ class AliasConnection(GraphModule):
                 where=self.name,
                 fix="an alias connects the neurons feeding a block to the block's output neurons",
             )
+
+
+@dataclass(eq=False, repr=False)
+class NIRNeuronGroup(GraphModule):
+    """A NIR neuron layer in a pondlib graph that no device primitive represents exactly.
+
+    Attributes: ``kind`` (the ``pondlib.nn`` class that exported it), ``reset``, ``dt`` (s), ``reason``
+    (why it is not a :class:`LIFNeurons`). The parameters are on ``computational_module``. A device
+    mapper treats it as a neuron layer for every structural rule and reports it once as a
+    ``neuron_model`` violation whose remedy is built from ``reason``.
+    """
+
+    kind: str = ""
+    reset: str = ""
+    dt: float = float("nan")
+    reason: str = ""

@@ -13,6 +13,9 @@ Example:
     True
 """
 
+from typing import Any
+
+from pondlib.devices import registry
 from pondlib.interop.nir import (
     CONVENTIONS,
     EXPORTERS,
@@ -24,14 +27,12 @@ from pondlib.interop.nir import (
     to_nir,
     write,
 )
-from pondlib.interop.onnx import load_onnx, load_qdq, qdq_to_siracusa, qdq_to_spinnaker2, run_float
+from pondlib.interop.onnx import load_onnx, load_qdq, run_float
 
 __all__ = [
     "load_onnx",
     "load_qdq",
     "run_float",
-    "qdq_to_siracusa",
-    "qdq_to_spinnaker2",
     "from_nir",
     "load_nir",
     "to_nir",
@@ -42,3 +43,8 @@ __all__ = [
     "EXPORTERS",
     "CONVENTIONS",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Names that moved into a chip's folder, with a DeprecationWarning."""
+    return registry.moved(__name__, name)

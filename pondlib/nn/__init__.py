@@ -27,7 +27,6 @@ from pondlib.nn.lif import LIF, LIFParameters, LIFState, lif_step
 from pondlib.nn.linear import Linear
 from pondlib.nn.neurons import IF, LI, NIRLIF, CubaLI, CubaLIF, Integrator, Threshold
 from pondlib.nn.surrogate import Surrogate, spike_count
-from pondlib.nn.xylo_lif import XyloLIF, XyloLIFState
 
 __all__ = [
     "Module",
@@ -56,7 +55,5 @@ __all__ = [
     "Integrator",
     "Threshold",
     "GraphNetwork",
-    "XyloLIF",
-    "XyloLIFState",
     "parallel",
 ]

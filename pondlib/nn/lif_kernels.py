@@ -284,7 +284,7 @@ def _shift_decay(v, f):
 @numba.njit(inline="always")
 def _exact_count(p, th, cap):
     """``min(floor(p / th), cap)`` where ``p >= th``, else 0, corrected for the rounding of the
-    quotient (the count of :func:`pondlib.nn.xylo_adjoint._count` in integer mode)."""
+    quotient (the count of :func:`pondlib.devices.xylo.aware_adjoint._count` in integer mode)."""
     zero, one = np.float32(0.0), np.float32(1.0)
     n0 = np.floor(p / th)
     r = p - n0 * th
@@ -293,9 +293,9 @@ def _exact_count(p, th, cap):
 
 
 @numba.njit(inline="always")
-def _xylo_row(ct, f_mem, f_syn, th, bias, cap, lo, hi, pt, qt, st, i, v, k):
+def _bitshift_row(ct, f_mem, f_syn, th, bias, cap, lo, hi, pt, qt, st, i, v, k):
     """One integer step of a Xylo layer for all M neurons (the step of
-    :func:`pondlib.nn.xylo_adjoint._make_step` without recurrence: 16-bit saturations ``[lo, hi]``,
+    :func:`pondlib.devices.xylo.aware_adjoint._make_step` without recurrence: 16-bit saturations ``[lo, hi]``,
     bit-shift decays): reads the input current row ``ct`` (M k), updates ``i`` (M k) and the membrane
     after reset ``v`` (M) in place, writes the rows of ``pre``, ``q`` and ``spikes``. Every value is a
     whole number below 2^24, so each operation is exact and the order of the synapse sum is free."""
@@ -319,7 +319,7 @@ def _xylo_row(ct, f_mem, f_syn, th, bias, cap, lo, hi, pt, qt, st, i, v, k):
 
 
 @numba.njit(boundscheck=False, error_model="numpy", cache=True)
-def _xylo_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f):  # pragma: no cover - compiled
+def _bitshift_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f):  # pragma: no cover - compiled
     """cur (T, B', M k) -> pre (T, B', M), q (T, B', M k), spikes (T, B', M) from the initial state
     ``i0`` (B', M k), ``v0`` (B', M) to the final synaptic state ``i_f``; ``cfg`` = [cap, lo, hi].
     Loop shape as in :func:`_forward`."""
@@ -330,11 +330,11 @@ def _xylo_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f)
     for t in range(cur.shape[0]):
         for b in range(cur.shape[1]):
             if k == 1:
-                _xylo_row(
+                _bitshift_row(
                     cur[t, b], f_mem, f_syn, th, bias, cap, lo, hi, pre[t, b], q[t, b], spikes[t, b], i[b], v[b], 1
                 )
             else:
-                _xylo_row(
+                _bitshift_row(
                     cur[t, b], f_mem, f_syn, th, bias, cap, lo, hi, pre[t, b], q[t, b], spikes[t, b], i[b], v[b], k
                 )
     i_f[:] = i
@@ -387,7 +387,7 @@ def _call_ready(frame, n_args, n_rets):
 @numba.njit(inline="always")
 def _forward_arrays(frame):
     """The arrays of a forward call (:func:`pondlib.nn.native.lif_forward` and
-    :func:`pondlib.nn.native.xylo_forward` share their order): the input (T, B', M k), four
+    :func:`pondlib.nn.native.bitshift_lif_forward` share their order): the input (T, B', M k), four
     per-neuron parameters (M, M k, M, M), the initial state (B', M k), (B', M), the settings (1-D),
     then the results pre (T, B', M), q (T, B', M k), spikes (T, B', M) and the final (B', M k)."""
     steps, rows, mk = _dim(frame, _ARGS, 0, 0), _dim(frame, _ARGS, 0, 1), _dim(frame, _ARGS, 0, 2)
@@ -446,17 +446,17 @@ def _backward_handler(frame_ptr):  # pragma: no cover - called by XLA
 
 
 @numba.cfunc(types.voidptr(types.voidptr), cache=True)
-def _xylo_handler(frame_ptr):  # pragma: no cover - called by XLA
+def _bitshift_handler(frame_ptr):  # pragma: no cover - called by XLA
     frame = _address(frame_ptr)
     if not _call_ready(frame, 8, 4):
         return _null()
     cur, f_mem, f_syn, th, bias, i0, v0, cfg, pre, q, spikes, i_f = _forward_arrays(frame)
-    _xylo_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f)
+    _bitshift_forward(cur, f_mem, f_syn, th, bias, cfg, pre, q, spikes, i0, v0, i_f)
     return _null()
 
 
 def handlers() -> tuple[Any, Any, Any]:
     """The FFI handlers (numba cfuncs taking an XLA_FFI_CallFrame*, returning NULL: no error; compiled
     once and cached with the kernels) of :func:`pondlib.nn.native.lif_forward`,
-    :func:`pondlib.nn.native.lif_backward` and :func:`pondlib.nn.native.xylo_forward`, in this order."""
-    return _forward_handler, _backward_handler, _xylo_handler
+    :func:`pondlib.nn.native.lif_backward` and :func:`pondlib.nn.native.bitshift_lif_forward`, in this order."""
+    return _forward_handler, _backward_handler, _bitshift_handler

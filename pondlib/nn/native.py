@@ -46,9 +46,9 @@ platform uses the XLA loop. Under
 runs a self-test against XLA and keeps the XLA loops if it fails; ``PONDLIB_NATIVE=0`` in the
 environment turns the kernels off.
 
-The hardware-aware Xylo layer (:mod:`pondlib.nn.xylo_adjoint`) uses them too: its adjoint recursion
+The hardware-aware Xylo layer (:mod:`pondlib.devices.xylo.aware_adjoint`) uses them too: its adjoint recursion
 is the float LIF's with :math:`\alpha = 1 - f_{mem}`, :math:`\beta = 1 - f_{syn}`
-(:func:`lif_backward`), and :func:`xylo_forward` runs its chip-arithmetic forward step (16-bit
+(:func:`lif_backward`), and :func:`bitshift_lif_forward` runs its chip-arithmetic forward step (16-bit
 saturations, bit-shift decays, exact spike counts; every value a whole number, so bit for bit the
 XLA loop's). On ``benchmarks/train_step.py`` the Xylo-aware step went from 17.4 ms (1.97x the plain
 step) to 10 ms (1.1x).
@@ -83,7 +83,7 @@ __all__ = ["available"]
 
 _FWD_TARGET = "pondlib_lif_forward"
 _BWD_TARGET = "pondlib_lif_backward"
-_XYLO_TARGET = "pondlib_xylo_forward"
+_BITSHIFT_TARGET = "pondlib_bitshift_lif_forward"
 _KINDS = {"fast_sigmoid": 0, "triangle": 1, "arctan": 2}
 
 _lock = threading.RLock()  # re-entered by the self-test, which calls the kernels
@@ -119,7 +119,7 @@ def _register() -> bool:
         handlers = kernels.handlers()
         proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
         pointers = tuple(proto(h.address) for h in handlers)
-        for name, pointer in zip((_FWD_TARGET, _BWD_TARGET, _XYLO_TARGET), pointers, strict=True):
+        for name, pointer in zip((_FWD_TARGET, _BWD_TARGET, _BITSHIFT_TARGET), pointers, strict=True):
             ffi.register_ffi_target(name, ffi.pycapsule(pointer), platform="cpu")
     except Exception:  # any failure here means: keep the XLA loops
         return False
@@ -250,9 +250,9 @@ def lif_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple
     return (d_alpha, d_beta, d_th, d_bias) + unfolded
 
 
-def xylo_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cap, lo, hi) -> tuple[jax.Array, ...]:
+def bitshift_lif_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cap, lo, hi) -> tuple[jax.Array, ...]:
     """The integer forward loop of a non-recurrent Xylo layer on CPU (the step of
-    :func:`pondlib.nn.xylo_adjoint._make_step` with ``integer``: saturation to ``[lo, hi]``, bit-shift
+    :func:`pondlib.devices.xylo.aware_adjoint._make_step` with ``integer``: saturation to ``[lo, hi]``, bit-shift
     decays, exact spike counts), any batch shape ``*b``.
 
     Args:
@@ -267,4 +267,4 @@ def xylo_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cap, lo, hi) -> tup
         synaptic state, equal to the XLA loop's bit for bit (every operation is exact on whole
         numbers below 2^24).
     """
-    return _forward_call(_XYLO_TARGET, 4, cur, (f_mem, f_syn, threshold, bias), i0, v0, [cap, lo, hi])
+    return _forward_call(_BITSHIFT_TARGET, 4, cur, (f_mem, f_syn, threshold, bias), i0, v0, [cap, lo, hi])

@@ -89,7 +89,6 @@ Norse trace records):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -99,7 +98,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pondlib.errors import GraphError
-from pondlib.graph import GraphModule, LIFNeurons
+from pondlib.graph import LIFNeurons, NIRNeuronGroup
 from pondlib.nn.base import (
     F32_TINY,
     as_param,
@@ -762,19 +761,3 @@ class Threshold(eqx.Module):
             dt=float("nan"),
             reason="a stateless threshold has no LIFNeurons equivalent",
         )
-
-
-@dataclass(eq=False, repr=False)
-class NIRNeuronGroup(GraphModule):
-    """A NIR neuron layer in a pondlib graph that no device primitive represents exactly.
-
-    Attributes: ``kind`` (the pondlib.nn class), ``reset``, ``dt`` (s), ``reason`` (why it is not a
-    :class:`~pondlib.graph.LIFNeurons`). The parameters are on ``computational_module``. The Xylo
-    mapper treats it as a neuron layer for every structural rule and reports it once as a
-    ``neuron_model`` violation whose remedy is built from ``reason``.
-    """
-
-    kind: str = ""
-    reset: str = ""
-    dt: float = float("nan")
-    reason: str = ""

@@ -1,32 +1,27 @@
 """Transforms of networks, graphs and specifications; each returns new data and never mutates its input.
 
-* :func:`global_quantize`, :func:`channel_quantize`: float Xylo specification -> chip integers
-  (:mod:`pondlib.transform.quantize`); also under Rockpool's module name
-  :mod:`pondlib.transform.quantize_methods` (``from pondlib.transform import quantize_methods as q``).
-* :func:`xylo_aware`, :func:`to_float`, :func:`hardware_dashes`: a float network <-> its
-  hardware-aware twin that trains with Xylo's caps, bit-shift decay, hop delays and weight grid
-  (:mod:`pondlib.transform.hardware`).
-* :func:`device_aware` (one entry for Xylo, SpiNNaker2, Siracusa), :func:`siracusa_aware`,
-  :func:`spinnaker2_aware`: device-aware twins trained by ``fit`` (:mod:`pondlib.transform.device_aware`,
-  :mod:`pondlib.transform.siracusa_aware`, :mod:`pondlib.transform.spinnaker2_aware`);
-  :func:`export_spinnaker2` writes a trained SpiNNaker2 twin back for the mapper (the Siracusa one:
-  :func:`pondlib.transform.siracusa_aware.export`).
+* :func:`device_aware` (any registered device): the device-aware twin of a network, trained by
+  ``fit`` (:mod:`pondlib.transform.device_aware`); each chip's twin lives in its folder
+  (``pondlib.devices.<chip>.aware``).
+* :func:`quantize`, :func:`global_quantize`, :func:`channel_quantize`: a device's float specification ->
+  chip integers, by the quantizer of the device it belongs to (:mod:`pondlib.transform.quantize`); also
+  under Rockpool's module name :mod:`pondlib.transform.quantize_methods`
+  (``from pondlib.transform import quantize_methods as q``).
+
+Names that moved into a chip's folder (``xylo_aware``, ``to_float``, ``hardware_dashes``,
+``spinnaker2_aware``, ``export_spinnaker2``, ``siracusa_aware``) still resolve here, with a
+``DeprecationWarning`` naming the new home.
 """
 
-from pondlib.transform.device_aware import device_aware
-from pondlib.transform.hardware import hardware_dashes, to_float, xylo_aware
-from pondlib.transform.quantize import channel_quantize, global_quantize
-from pondlib.transform.siracusa_aware import siracusa_aware
-from pondlib.transform.spinnaker2_aware import export_spinnaker2, spinnaker2_aware
+from typing import Any
 
-__all__ = [
-    "global_quantize",
-    "channel_quantize",
-    "xylo_aware",
-    "to_float",
-    "hardware_dashes",
-    "device_aware",
-    "siracusa_aware",
-    "spinnaker2_aware",
-    "export_spinnaker2",
-]
+from pondlib.devices import registry
+from pondlib.transform.device_aware import device_aware
+from pondlib.transform.quantize import channel_quantize, global_quantize, quantize
+
+__all__ = ["device_aware", "quantize", "global_quantize", "channel_quantize"]
+
+
+def __getattr__(name: str) -> Any:
+    """Names that moved into a chip's folder, with a DeprecationWarning."""
+    return registry.moved(__name__, name)

@@ -1,26 +1,26 @@
-r"""One entry point for device-aware training on the three devices: :func:`device_aware`.
+r"""One entry point for device-aware training on every registered device: :func:`device_aware`.
 
-================  ==============================================================  ===================================
-``device``        transform                                                       export (then the device's mapper)
-================  ==============================================================  ===================================
-``"xylo"``        :func:`~pondlib.transform.hardware.xylo_aware`                  ``model`` itself (``as_graph``)
-``"spinnaker2"``  :func:`~pondlib.transform.spinnaker2_aware.spinnaker2_aware`    ``export_spinnaker2(model)``:
-                                                                                  ``mapper(e.net, **e.mapper_kwargs)``
-``"siracusa"``    :func:`~pondlib.transform.siracusa_aware.siracusa_aware`        ``layers, kw = export(model)``:
-                                                                                  ``mapper(layers, **kw)``
-================  ==============================================================  ===================================
+A device-aware twin runs the device's own arithmetic in its forward pass (caps, decays, weight grids,
+integer rounding through straight-through estimators), is trained by :func:`pondlib.training.fit`
+unchanged, and exports to the device's mapper so that the device's simulator reproduces its spikes
+(``Device.export``). Each chip's twin lives in its folder (``pondlib.devices.<chip>.aware``); this
+function finds it through the registry. :func:`pondlib.deploy` runs the whole sequence (map, twin,
+fine-tune, export, simulate, compare).
 
-Every export reproduces the trained integers bit for bit on the device's simulator (the Siracusa one pins
-the mapper's ``state_scale=`` to the model's, which starts from the mapper's own calibration of ``net``).
+=================  ============================================================================================
+device             twin and options
+=================  ============================================================================================
+``"xylo"``         :func:`pondlib.devices.xylo.aware.xylo_aware`: ``limits``, ``quantize``, ``learn_dash``,
+                   ``delays``, ``surrogate``; export: the twin itself (``mapper(twin)``)
+``"spinnaker2"``   :func:`pondlib.devices.spinnaker2.aware.spinnaker2_aware`: ``neuron_model``, ``limits``,
+                   ``delays``, ``options``, ``surrogate``; export ``export_spinnaker2(twin)``
+``"siracusa"``     :func:`pondlib.devices.siracusa.aware.siracusa_aware`: ``calibration`` (required),
+                   ``limits``; export ``export(twin)`` then ``mapper(layers, **kw)``
+=================  ============================================================================================
 
-Each returns a new trainable module (the input network is not modified) that :func:`pondlib.training.fit`
-trains unchanged; ``options`` are passed through to the device's transform.
-
-SpiNNaker2 passes spikes on one tick per hop (plus synapse delays), so the output of the last input steps
-arrives after the input ends: train the twin on ``data.with_silence(spec.latency_ticks)``
-(:meth:`pondlib.datasets.EventDataset.with_silence`) and run the chip on
-``append_silence(x, spec.latency_ticks)`` (``spec`` the mapping of ``net``), as ``pond demo`` does. On the
-digits (``benchmarks/digits_devices.py``) this is worth about a point on SpiNNaker2.
+A device whose output lags its input (``Mapped.latency``, e.g. one tick per hop) answers the last input
+steps late: train its twin on ``data.with_silence(latency)`` (:meth:`pondlib.datasets.EventDataset.with_silence`)
+and run the chip on ``append_silence(x, latency)``, as :func:`pondlib.deploy` does.
 
 Example:
     >>> import jax
@@ -38,13 +38,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pondlib.errors import PondError
-from pondlib.validate import check_choice
+from pondlib.devices import registry
 
-__all__ = ["device_aware", "DEVICES"]
-
-#: The devices :func:`device_aware` knows.
-DEVICES = ("xylo", "spinnaker2", "siracusa")
+__all__ = ["device_aware"]
 
 
 def device_aware(net: Any, *, device: str, **options: Any) -> Any:
@@ -52,24 +48,11 @@ def device_aware(net: Any, *, device: str, **options: Any) -> Any:
 
     Args:
         net: ``nn.Sequential(Linear, LIF, ...)`` (not modified).
-        device: ``"xylo"``, ``"spinnaker2"`` or ``"siracusa"``.
-        **options: passed to the device's transform (Siracusa needs ``calibration=``, the data the plain
-            mapping calibrates on; Xylo takes ``limits``, ``quantize``, ``learn_dash``, ``delays``,
-            ``surrogate``; SpiNNaker2 ``neuron_model``, ``limits``, ``delays``, ``options``, ``surrogate``).
+        device: a registered device name (``pondlib.devices.registry.names()``).
+        **options: passed to the device's twin (``Device.aware``).
 
     Raises:
-        PondError: an unknown ``device`` (the message lists the three); whatever the device's transform
-            raises for bad networks or options.
+        PondError: an unknown ``device`` (the message lists the registered ones), a device without a
+            twin; whatever the device's transform raises for bad networks or options.
     """
-    check_choice(device, "device", DEVICES, where="device_aware", error=PondError)
-    if device == "xylo":
-        from pondlib.transform.hardware import xylo_aware
-
-        return xylo_aware(net, **options)
-    if device == "siracusa":
-        from pondlib.transform.siracusa_aware import siracusa_aware
-
-        return siracusa_aware(net, **options)
-    from pondlib.transform.spinnaker2_aware import spinnaker2_aware
-
-    return spinnaker2_aware(net, **options)
+    return registry.get(device).aware(net, **options)

@@ -10,9 +10,10 @@ pondlib::
     from pondlib.transform import quantize_methods as q
     spec.update(q.global_quantize(**spec))
 
-The functions are :func:`pondlib.transform.quantize.global_quantize` and
-:func:`pondlib.transform.quantize.channel_quantize` themselves (see there for the differences from
-Rockpool: documented bug fixes, clipping instead of wrapping, and checked input).
+The functions are :func:`pondlib.transform.global_quantize` and :func:`pondlib.transform.channel_quantize`,
+which call the quantizer of the device the specification belongs to (Xylo's: see
+:mod:`pondlib.devices.xylo.quantize` for the differences from Rockpool: documented bug fixes, clipping
+instead of wrapping, and checked input).
 
 Example:
     >>> from pondlib.transform import quantize_methods as q

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from pondlib.codegen.cross import TARGETS, build_cross, run_cross
-from pondlib.codegen.program import Buffer, Constant, build_program
 from pondlib.codegen.toolchain import compile_host, run_host
+from pondlib.cprogram.program import Buffer, Constant, build_program
 from pondlib.errors import CodegenError
 
 

@@ -24,6 +24,7 @@ from pondlib import nn
 from pondlib.cli.demo_network import demo_network
 from pondlib.codegen import compile_host, generate, run_host
 from pondlib.codegen.float32 import SUPPORTED, buffer_name, emit
+from pondlib.devices.xylo import XyloLIF
 from pondlib.errors import CodegenError
 from pondlib.nn import layers, neurons
 from pondlib.nn.graphnet import GraphNetwork
@@ -255,7 +256,7 @@ def test_conv_and_pooling(tmp_path):
 
 # -- bad input -------------------------------------------------------------------------------------
 def test_unsupported_module_names_type_and_supported_list():
-    xylo = nn.XyloLIF(3, 3, weight=np.eye(3))
+    xylo = XyloLIF(3, 3, weight=np.eye(3))
     with pytest.raises(CodegenError, match="XyloLIF") as err:
         emit(nn.Sequential(nn.LIF(3), xylo))
     assert all(s in str(err.value) for s in SUPPORTED)

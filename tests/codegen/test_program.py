@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pondlib.codegen import generate
-from pondlib.codegen.program import Buffer, Constant, build_program, c_identifier, c_literal, plan_arena
 from pondlib.codegen.toolchain import compile_host, run_host
+from pondlib.cprogram.program import Buffer, Constant, build_program, c_identifier, c_literal, plan_arena
 from pondlib.errors import CodegenError
 from tests.strategies import assert_pond_error, bad_types, non_finite_arrays, wrong_dtype_arrays
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pondlib import graph, nn
+from pondlib.devices.xylo import XyloLIF
 from pondlib.errors import GraphError
 from tests.strategies import (
     assert_pond_error,
@@ -345,7 +346,7 @@ def test_as_graph_of_a_valid_network_is_consistent(n_in, n_hid, seed, rec, k, ki
     else:
         w = np.asarray(jax.random.normal(keys[0], (n_in, n_hid * k)))
         w_rec = np.asarray(jax.random.normal(keys[1], (n_hid, n_hid * k))) if rec else None
-        net = nn.XyloLIF(n_in, n_hid, k, weight=w, w_rec=w_rec)
+        net = XyloLIF(n_in, n_hid, k, weight=w, w_rec=w_rec)
     g = net.as_graph()
     assert_consistent(g, net.size_in, net.size_out)
     assert str(g) == str(net.as_graph())

@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
+from pondlib.devices.siracusa.onnx import to_siracusa
+from pondlib.devices.spinnaker2.onnx import to_spinnaker2
 from pondlib.errors import ONNXError
-from pondlib.interop.onnx import MIN_OPSET, load_onnx, run_float, to_siracusa, to_spinnaker2
+from pondlib.interop.onnx import MIN_OPSET, load_onnx, run_float
 
 DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "pytorch-converted")
 ACCEPTED = (

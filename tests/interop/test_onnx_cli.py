@@ -51,9 +51,11 @@ def _one_error(capsys) -> str:
 
 @pytest.mark.parametrize("device", ["siracusa", "spinnaker2"])
 def test_map_out_then_simulate_equals_python(tmp_path, capsys, qdq_mlp, device) -> None:
+    from pondlib.devices.siracusa.onnx import qdq_to_siracusa
     from pondlib.devices.siracusa.sim import SiracusaSim
+    from pondlib.devices.spinnaker2.onnx import qdq_to_spinnaker2
     from pondlib.devices.spinnaker2.sim import DNNSim
-    from pondlib.interop.onnx import load_qdq, qdq_to_siracusa, qdq_to_spinnaker2
+    from pondlib.interop.onnx import load_qdq
 
     qp, x = qdq_mlp
     out = tmp_path / ("m.s2img" if device == "spinnaker2" else "m.npz")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pondlib.devices.siracusa.onnx import qdq_to_siracusa
 from pondlib.devices.siracusa.sim import SiracusaSim
+from pondlib.devices.spinnaker2.onnx import qdq_to_spinnaker2
 from pondlib.devices.spinnaker2.sim import DNNSim
 from pondlib.errors import ONNXError
-from pondlib.interop.onnx import load_onnx, load_qdq, qdq_to_siracusa, qdq_to_spinnaker2
-from pondlib.interop.onnx.adapters import hwc_permutation
+from pondlib.graph.dnn import hwc_permutation
+from pondlib.interop.onnx import load_onnx, load_qdq
 from tests.interop.qdq_models import cnn_onnx, digits, mlp_onnx, ort_run, quantize
 
 

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pondlib import nn
+from pondlib.devices.xylo import XyloLIF, XyloLIFState
 from pondlib.errors import GraphError, PondError, SimulationError
 from pondlib.nn.layers import MAX_DELAY_STEPS
 from tests.strategies import (
@@ -48,8 +49,8 @@ SIZE_CTORS = {
     "Linear n_out": (lambda v: nn.Linear(2, v, key=KEY), "n_out"),
     "LIF": (lambda v: nn.LIF(v), "LIF shape"),
     "LIF pair": (lambda v: nn.LIF((4, v)), "LIF shape"),
-    "XyloLIF": (lambda v: nn.XyloLIF(2, v, weight=1.0), "n"),
-    "XyloLIF synapses": (lambda v: nn.XyloLIF(2, 2, v, weight=1.0), "n_synapses"),
+    "XyloLIF": (lambda v: XyloLIF(2, v, weight=1.0), "n"),
+    "XyloLIF synapses": (lambda v: XyloLIF(2, 2, v, weight=1.0), "n_synapses"),
     "CubaLIF": (lambda v: nn.CubaLIF(v, tau_syn=1e-3, tau_mem=1e-3), "neuron shape"),
     "IF": (lambda v: nn.IF(v), "neuron shape"),
     "Threshold": (lambda v: nn.Threshold(v), "neuron shape"),
@@ -61,7 +62,7 @@ SIZE_CTORS = {
     "Conv2d stride": (lambda v: nn.Conv2d((1, 4, 4), weight=np.ones((1, 1, 2, 2)), stride=v), "stride"),
     "Conv1d dilation": (lambda v: nn.Conv1d((1, 6), weight=np.ones((1, 1, 2)), dilation=v), "dilation"),
     "Conv2d groups": (lambda v: nn.Conv2d((2, 4, 4), weight=np.ones((2, 1, 2, 2)), groups=v), "groups"),
-    "XyloLIF max_spikes": (lambda v: nn.XyloLIF(2, 2, weight=1.0, max_spikes=v), "max_spikes"),
+    "XyloLIF max_spikes": (lambda v: XyloLIF(2, 2, weight=1.0, max_spikes=v), "max_spikes"),
     "LIF max_spikes": (lambda v: nn.LIF(2, max_spikes_per_dt=v), "max_spikes_per_dt"),
 }
 
@@ -124,13 +125,13 @@ def test_integral_float_sizes_are_tolerated():
         (lambda: nn.Linear(2, 2, key="k"), "key"),
         (lambda: nn.Linear(2, 2, key=KEY, bias=np.ones(3)), "bias shape"),
         (lambda: nn.Linear(2, 2, key=KEY, bias="yes"), "bias"),
-        (lambda: nn.XyloLIF(2, 2, weight=np.ones((3, 2))), "weight shape"),
-        (lambda: nn.XyloLIF(2, 2, weight=1.0, quantize="int8"), "quantize"),
-        (lambda: nn.XyloLIF(2, 2, weight=1.0, delay_in="no"), "delay_in"),
-        (lambda: nn.XyloLIF(2, 2, weight=1.0, input_clip=0), "input_clip"),
-        (lambda: nn.XyloLIF(2, 2, weight=1.0, weight_bits=1), "weight_bits"),
-        (lambda: nn.XyloLIF(2, 2, weight=1.0, state_bits=40), "state_bits"),
-        (lambda: nn.XyloLIF(2, 2, weight=1.0, dash_max=0), "dash_max"),
+        (lambda: XyloLIF(2, 2, weight=np.ones((3, 2))), "weight shape"),
+        (lambda: XyloLIF(2, 2, weight=1.0, quantize="int8"), "quantize"),
+        (lambda: XyloLIF(2, 2, weight=1.0, delay_in="no"), "delay_in"),
+        (lambda: XyloLIF(2, 2, weight=1.0, input_clip=0), "input_clip"),
+        (lambda: XyloLIF(2, 2, weight=1.0, weight_bits=1), "weight_bits"),
+        (lambda: XyloLIF(2, 2, weight=1.0, state_bits=40), "state_bits"),
+        (lambda: XyloLIF(2, 2, weight=1.0, dash_max=0), "dash_max"),
         (lambda: nn.CubaLIF(2, tau_syn=1e-3, tau_mem=1e-3, reset="hard"), "reset"),
         (lambda: nn.CubaLIF(2, tau_syn=1e-3, tau_mem=1e-3, v_threshold=None), "v_threshold"),
         (lambda: nn.CubaLIF(2, tau_syn=1e-3, tau_mem=1e-3, w_in=None), "w_in"),
@@ -156,8 +157,8 @@ POSITIVE_PARAMS = {
     "NIRLIF tau": (lambda v: nn.NIRLIF(2, tau=v, dt=1e-30), "tau"),
     "CubaLIF tau_syn": (lambda v: nn.CubaLIF(2, tau_syn=v, tau_mem=1.0, dt=1e-30), "tau_syn"),
     "IF dt": (lambda v: nn.IF(2, dt=v), "dt"),
-    "XyloLIF threshold": (lambda v: nn.XyloLIF(2, 2, weight=1.0, threshold=v), "threshold"),
-    "XyloLIF dt": (lambda v: nn.XyloLIF(2, 2, weight=1.0, dt=v), "dt"),
+    "XyloLIF threshold": (lambda v: XyloLIF(2, 2, weight=1.0, threshold=v), "threshold"),
+    "XyloLIF dt": (lambda v: XyloLIF(2, 2, weight=1.0, dt=v), "dt"),
     "Delay dt": (lambda v: nn.Delay(2, delay=0.0, dt=v), "dt"),
     "Surrogate scale": (lambda v: nn.Surrogate("triangle", v), "scale"),
 }
@@ -200,8 +201,8 @@ def test_array_parameters_refuse_non_finite_and_beyond_float32(value):
         (lambda: nn.Scale(2, scale=[value, 1.0]), "scale"),
         (lambda: nn.Threshold(2, threshold=value), "threshold"),
         (lambda: nn.CubaLIF(2, tau_syn=1e-3, tau_mem=1e-3, v_threshold=value), "v_threshold"),
-        (lambda: nn.XyloLIF(1, 2, weight=[[value, 1.0]]), "weight"),
-        (lambda: nn.XyloLIF(1, 2, weight=1.0, w_rec=[[value, 1.0], [0.0, 0.0]]), "w_rec"),
+        (lambda: XyloLIF(1, 2, weight=[[value, 1.0]]), "weight"),
+        (lambda: XyloLIF(1, 2, weight=1.0, w_rec=[[value, 1.0], [0.0, 0.0]]), "w_rec"),
         (lambda: nn.Conv1d((1, 4), weight=[[[value, 1.0]]]), "weight"),
     ]
     for build, field in cases:
@@ -220,7 +221,7 @@ def test_weight_arrays_refuse_non_finite_wrong_dtype_and_ragged(shape, data):
     bad = data.draw(st.one_of(non_finite_arrays(shape), wrong_dtype_arrays(shape), ragged_lists()))
     if len(shape) == 2:
         assert_pond_error(nn.Linear, 2, 2, weight=bad, match="weight", error=GraphError)
-        assert_pond_error(nn.XyloLIF, 2, 2, weight=bad, match="weight", error=GraphError)
+        assert_pond_error(XyloLIF, 2, 2, weight=bad, match="weight", error=GraphError)
         assert_pond_error(nn.LIF, 2, w_rec=bad, match="w_rec", error=GraphError)
     else:
         assert_pond_error(nn.LIF, 2, tau_mem=bad, match="tau_mem", error=GraphError)
@@ -302,7 +303,7 @@ def _modules():
         ),
         "CubaLIF": nn.CubaLIF(2, tau_syn=2e-3, tau_mem=2e-3),
         "Delay": nn.Delay(2, delay=[1e-3, 3e-3], dt=1e-3),
-        "XyloLIF": nn.XyloLIF(2, 2, weight=np.eye(2), threshold=0.5),
+        "XyloLIF": XyloLIF(2, 2, weight=np.eye(2), threshold=0.5),
         "Threshold": nn.Threshold(2, threshold=0.5),
         "GraphNetwork": nn.GraphNetwork(
             {"a": nn.Linear(2, 2, weight=np.eye(2)), "n": nn.LIF(2)}, [("input", "a"), ("a", "n"), ("n", "output")]
@@ -443,7 +444,7 @@ def test_overflow_raises_instead_of_returning_inf():
 def test_xylo_lif_scale_stays_finite_for_tiny_weights():
     """Subnormal weights are tolerated; the quantizer's scale is capped (MAX_SCALE) instead of becoming
     inf in float32, so zero weights stay 0 (not 0 * inf = NaN) and the output is finite."""
-    layer = nn.XyloLIF(2, 2, weight=[[1e-40, 0.0], [0.0, 0.0]], threshold=1e-37)
+    layer = XyloLIF(2, 2, weight=[[1e-40, 0.0], [0.0, 0.0]], threshold=1e-37)
     assert bool(jnp.all(jnp.isfinite(layer.scale())))
     grid = layer.grid()
     assert all(bool(jnp.all(jnp.isfinite(grid[k]))) for k in ("weight", "threshold", "bias"))
@@ -520,7 +521,7 @@ def test_sizes_and_random_initialisations_are_bounded():
 
     assert_pond_error(nn.Linear, MAX_SIZE + 1, 2, key=KEY, match="n_in", error=GraphError)
     assert_pond_error(nn.LIF, 10**12, match="LIF shape", error=GraphError)
-    assert_pond_error(nn.XyloLIF, 2, 2, 2**40, weight=1.0, match="n_synapses", error=GraphError)
+    assert_pond_error(XyloLIF, 2, 2, 2**40, weight=1.0, match="n_synapses", error=GraphError)
     assert_pond_error(nn.Linear, 2**20, 2**20, key=KEY, match="weight size", error=GraphError)
     assert_pond_error(nn.LIF, 2**20, has_rec=True, key=KEY, match="w_rec size", error=GraphError)
     assert MAX_PARAMETERS >= 2**20 and nn.Linear(2**10, 2**10, key=KEY).weight.shape == (2**10, 2**10)
@@ -596,7 +597,7 @@ def test_a_state_of_another_module_or_with_bad_leaves_is_refused():
     _, st, _ = seq(X)
     lif_state = st[1]
     cases = [
-        ((None, nn.XyloLIFState(*([np.zeros(3)] * 4)), None), "state structure"),
+        ((None, XyloLIFState(*([np.zeros(3)] * 4)), None), "state structure"),
         ((None, lif_state, None, None), "state structure"),
         ((None, lif_state._replace(vmem=np.full(3, 1e39)), None), "float32"),
         ((None, lif_state._replace(vmem=np.full(3, 2**40)), None), "int32"),

@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from pondlib.errors import SimulationError
-from pondlib.validate import check_int
+from pondlib.validate import as_float_array, as_int_array, check_int
 
-__all__ = ["integer_input", "append_silence"]
+__all__ = ["integer_input", "append_silence", "dnn_input"]
 
 
 def _shape_text(ranks: tuple[int, ...], n_in: int) -> str:
@@ -163,3 +163,28 @@ def append_silence(x: Any, ticks: int) -> np.ndarray:
     pad = [(0, 0)] * arr.ndim
     pad[-2] = (0, ticks)
     return np.pad(arr, pad)
+
+
+def dnn_input(x: Any, lo: int, hi: int, ndim: tuple[int, ...], quantize: Any, where: str) -> np.ndarray:
+    """The integer input of a DNN deployment read from the user's file ``where``: integers in ``[lo, hi]``
+    with ``ndim`` dimensions, or, with a ``quantize(x) -> integers`` function, real numbers it quantizes.
+
+    Raises:
+        PondError: naming the file: fractional values without ``quantize``, values out of range, NaN,
+            the wrong number of dimensions.
+    """
+    shapes = " or ".join(("(B, N_in)", "(B, T, N_in)")[: len(ndim)])
+    if quantize is not None:
+        arr = as_float_array(
+            x, "input", dtype=np.float64, ndim=ndim, where=where, fix=f"pass real numbers of shape {shapes}"
+        )
+        return quantize(arr)
+    return as_int_array(
+        x,
+        "input (integers; real numbers need --quantize)",
+        lo=lo,
+        hi=hi,
+        ndim=ndim,
+        where=where,
+        fix=f"pass integers in [{lo}, {hi}] of shape {shapes}, or real numbers with --quantize",
+    )

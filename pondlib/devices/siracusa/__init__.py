@@ -7,14 +7,16 @@ The pipeline::
     out, state, record = SiracusaSim(config).evolve(quantize_input(x, config), record=True)
     print(format_cycle_table(cycle_table(config)))           # DMA in / kernel / DMA out per layer
 
-Files (the file set every device has, then Siracusa's own): ``limits`` (the SoC as data),
-``specification`` (the integer layer types and the mapper's :class:`Specification`), ``mapper``
-(float layer descriptions, graph converter, quantization to RequantShift), ``config`` (the layer
-chain and every constraint check), ``sim`` (bit-precise simulator), ``report`` (resources,
-quantization and gaps as data); ``tiling`` (L1 tiles, L2/L3 placement, NPU eligibility), ``cycles``
-(cycle model calibrated on the Deeploy tutorial).
+Files (the file set every device has, then Siracusa's own): ``limits`` (the SoC as data), ``specification``
+(the integer layer types and the mapper's :class:`Specification`), ``mapper`` (float layer descriptions, graph
+converter, quantization to RequantShift), ``config`` (the layer chain and every constraint check), ``sim``
+(bit-precise simulator), ``report`` (resources, quantization and gaps as data), ``aware`` (the device-aware
+twin), ``codegen`` (the C numerics), ``device`` (:class:`SiracusaDevice`, the chip behind the Device
+interface); ``layers`` (the float layer descriptions), ``onnx`` (ONNX models to layers), ``tiling`` (L1 tiles,
+L2/L3 placement, NPU eligibility), ``cycles`` (cycle model calibrated on the Deeploy tutorial).
 """
 
+from pondlib.devices.siracusa.aware import SiracusaAware, siracusa_aware
 from pondlib.devices.siracusa.config import (
     RULES,
     SiracusaConfig,
@@ -37,6 +39,7 @@ from pondlib.devices.siracusa.cycles import (
     layer_cycles,
     leaky_relu_series,
 )
+from pondlib.devices.siracusa.device import SiracusaDevice
 from pondlib.devices.siracusa.limits import LIMITS, SIRACUSA, SiracusaLimits, get_limits
 from pondlib.devices.siracusa.mapper import (
     Conv2dLayer,
@@ -48,6 +51,7 @@ from pondlib.devices.siracusa.mapper import (
     mapper,
     requant_from_scale,
 )
+from pondlib.devices.siracusa.onnx import qdq_to_siracusa, to_siracusa
 from pondlib.devices.siracusa.sim import (
     SiracusaSim,
     conv2d_acc,
@@ -126,4 +130,9 @@ __all__ = [
     "eltwise_cycles",
     "leaky_relu_series",
     "decoder_proxy",
+    "siracusa_aware",
+    "SiracusaAware",
+    "to_siracusa",
+    "qdq_to_siracusa",
+    "SiracusaDevice",
 ]

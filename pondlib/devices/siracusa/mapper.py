@@ -28,7 +28,7 @@ mapper defines its own), or a graph / ``pondlib.nn`` network of ``LinearWeights`
   gain b_gemm) / s_v 2^s)``, ``threshold = round(theta / s_v)``, with one state scale
   ``s_v = max(max|v|, max theta) / (2^(b-1) - 1)`` from calibration (:func:`state_scales`), unless
   ``state_scale=`` pins it (one float for every LIF layer, or ``{layer name: float}``): a model trained
-  on fixed integers (:mod:`pondlib.transform.siracusa_aware`) is then reproduced exactly, whatever the
+  on fixed integers (:mod:`pondlib.devices.siracusa.aware`) is then reproduced exactly, whatever the
   calibration data's membrane peak. The LIF emits spikes (scale 1).
 
 **Checks.** Every rule of :data:`~pondlib.devices.siracusa.config.RULES` plus the mapper's own

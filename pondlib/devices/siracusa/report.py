@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.devices.core.report import LimitRow, Resource
+from pondlib.devices.core.report import LimitRow, Resource, Table, gap_table
 from pondlib.devices.siracusa.config import SiracusaConfig, config_from_specification
 from pondlib.devices.siracusa.cycles import cycle_table
 from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
@@ -41,7 +41,9 @@ __all__ = [
     "QuantizationSummary",
     "configure",
     "float_vs_chip_gaps",
+    "gaps_table",
     "limit_rows",
+    "quantization_table",
     "map_network",
     "quantization_summary",
     "resource_usage",
@@ -335,3 +337,69 @@ def float_vs_chip_gaps(spec: Specification, record: dict, float_spikes: Any, tau
         rate_float=float(flt.mean()),
         rate_chip=float(chip.mean()),
     )
+
+
+def quantization_table(q: QuantizationSummary) -> Table:
+    """The table of a :class:`QuantizationSummary`: shift, multiplier and weight error, placement and NPU
+    eligibility per layer."""
+    lo, hi = q.input_range
+    return Table(
+        "Quantization (int8 weights per output channel, RequantShift / integer LIF multipliers)",
+        (
+            ("layer", "left"),
+            ("kind", "left"),
+            ("shift", "right"),
+            ("multiplier error", "right"),
+            ("weight error", "right"),
+            ("constants in", "left"),
+            ("NPU", "left"),
+        ),
+        tuple(
+            (
+                r.name,
+                r.kind,
+                str(r.shift),
+                f"{r.mul_rel_error:.2e}",
+                "-" if r.weight_error is None else f"{r.weight_error:.2%}",
+                r.placement,
+                "yes" if r.npu_eligible else f"no: {r.npu_reason}",
+            )
+            for r in q.layers
+        ),
+        caption=(
+            f"input: {'int' if q.input_signed else 'uint'}{q.input_bits} {lo}..{hi}, one step = "
+            f"{q.input_scale:.4g} float units; weight error = max |W - W_q s| / max |W|; "
+            "multiplier error = relative error of mul / 2^shift"
+        ),
+    )
+
+
+def gaps_table(
+    name: str, g: FloatChipGaps, first: Any = (), calibration: str = "the calibration input", activity_note: str = ""
+) -> Table:
+    """The float-vs-chip table of a :class:`FloatChipGaps`, after the caller's own ``first`` rows;
+    ``calibration`` names the input the scales came from."""
+    rows = [
+        *first,
+        (
+            "membrane decay per step",
+            f"exp(-dt/tau) = {g.decay_float:.4f}",
+            f"{g.decay_mul} / 2^{g.decay_shift} = {g.decay_chip:.4f}",
+            "rounded multiplier",
+        ),
+        (
+            "state",
+            "float32",
+            f"int{g.state_bits}, saturating; round half up",
+            f"state scale from the largest membrane value on {calibration}",
+        ),
+        (
+            "weights",
+            "float32",
+            "int8 per output channel, int32 accumulator",
+            f"{g.weight_error:.2%} largest relative error on input weights",
+        ),
+        ("delay per layer", "0 steps", "0 steps (layers run in order within a step)", ""),
+        ("hidden activity", f"{g.rate_float:.3f} spikes/neuron/step", f"{g.rate_chip:.3f}", activity_note),
+    ]
+    return gap_table(name, rows)

@@ -16,13 +16,15 @@ The DNN pipeline::
 
 Files (the file set every device has, then SpiNNaker2's own): ``limits`` (chip and board as data),
 ``specification`` (what the SNN mapper produces: neuron models, synapse word formats, populations,
-projections, placement), ``mapper`` (SNN mapper), ``config`` (synapse words, routing, SNN
-configuration), ``sim`` (both simulators), ``report`` (resources, quantization and gaps as data);
-``dnn`` (DNN path), ``image`` (the DRAM configuration image the scheduler PE walks), ``timing`` (DNN
-timing model calibrated on the paper).
+projections, placement), ``mapper`` (SNN mapper), ``config`` (synapse words, routing, SNN configuration),
+``sim`` (both simulators), ``report`` (resources, quantization and gaps as data), ``aware`` (the device-aware
+twin), ``codegen`` (the C numerics), ``device`` (:class:`SpiNNaker2Device`, the chip behind the Device
+interface); ``dnn`` (DNN path), ``onnx`` (ONNX models to the DNN path), ``image`` (the DRAM configuration
+image the scheduler PE walks), ``timing`` (DNN timing model calibrated on the paper).
 """
 
 from pondlib.devices.core.inputs import append_silence
+from pondlib.devices.spinnaker2.aware import SpiNNaker2Export, SpiNNaker2LIF, export_spinnaker2, spinnaker2_aware
 from pondlib.devices.spinnaker2.config import (
     PEConfig,
     PopulationConfig,
@@ -33,6 +35,7 @@ from pondlib.devices.spinnaker2.config import (
     encode_words,
     validate_config,
 )
+from pondlib.devices.spinnaker2.device import SpiNNaker2Device
 from pondlib.devices.spinnaker2.dnn import (
     DNN_RULES,
     MLP,
@@ -53,6 +56,7 @@ from pondlib.devices.spinnaker2.limits import (
     get_limits,
 )
 from pondlib.devices.spinnaker2.mapper import RULES, SUPPORTED_MODULES, mapper
+from pondlib.devices.spinnaker2.onnx import qdq_to_spinnaker2, to_spinnaker2
 from pondlib.devices.spinnaker2.sim import (
     DNNSim,
     LIFParams,
@@ -147,4 +151,11 @@ __all__ = [
     "TimingReport",
     "calibrate",
     "estimate",
+    "spinnaker2_aware",
+    "export_spinnaker2",
+    "SpiNNaker2LIF",
+    "SpiNNaker2Export",
+    "to_spinnaker2",
+    "qdq_to_spinnaker2",
+    "SpiNNaker2Device",
 ]

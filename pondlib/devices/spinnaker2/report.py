@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.devices.core.report import LimitRow, Resource
+from pondlib.devices.core.report import LimitRow, Resource, Table, gap_table
 from pondlib.devices.spinnaker2.config import SpiNNaker2Config, config_from_specification
 from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, get_limits
 from pondlib.devices.spinnaker2.mapper import mapper
@@ -38,7 +38,9 @@ __all__ = [
     "QuantizationSummary",
     "configure",
     "float_vs_chip_gaps",
+    "gaps_table",
     "limit_rows",
+    "quantization_table",
     "map_network",
     "quantization_summary",
     "resource_usage",
@@ -346,3 +348,74 @@ def float_vs_chip_gaps(spec: Specification, x: Any, record: dict, float_spikes: 
         rate_float=float(flt.mean()),
         rate_chip=float(chip.mean()) if chip.size else 0.0,
     )
+
+
+def quantization_table(q: QuantizationSummary, other: QuantizationSummary | None = None) -> Table:
+    """The table of a :class:`QuantizationSummary`, with the errors of ``other`` (the same network with
+    another neuron model) as its caption."""
+    caption = ""
+    if other is not None:
+        errs = ", ".join(f"{p.projection} {p.relative_error:.2%}" for p in other.projections)
+        caption = f"with {other.neuron_model} ({other.weight_bits}-bit weights, delays 0..{other.max_delay}): {errs}"
+    return Table(
+        f"Quantization ({q.neuron_model}: weights scaled per target population, rounded to the synapse word)",
+        (
+            ("projection", "left"),
+            ("target", "left"),
+            ("scale", "right"),
+            ("relative error", "right"),
+            ("largest error (float units)", "right"),
+            ("weights rounded to 0", "right"),
+        ),
+        tuple(
+            (
+                p.projection,
+                p.target,
+                f"{p.scale:.1f}",
+                f"{p.relative_error:.2%}",
+                f"{p.max_abs_error:.4f}",
+                str(p.zeroed),
+            )
+            for p in q.projections
+        ),
+        caption=caption,
+    )
+
+
+def gaps_table(name: str, g: FloatChipGaps, first: Any = (), activity_note: str = "") -> Table:
+    """The float-vs-chip table of a :class:`FloatChipGaps`, after the caller's own ``first`` rows (what it
+    compared: networks, accuracies)."""
+    rounding = (
+        "one rounding for the decay multiply-add (fused)"
+        if g.fused_multiply_add
+        else "rounded after every multiply and add (no fused multiply-add)"
+    )
+    rows = [
+        *first,
+        (
+            "delay per hop",
+            "0 steps",
+            f"1 tick per hop ({g.hops} from input to output)",
+            f"readout sums output spikes over all {g.n_steps} steps ({g.silent_steps} silent at the end)",
+        ),
+        (
+            "synaptic input",
+            "I = beta (I + x)",
+            "I = beta I + x",
+            f"the mapper folds beta = {g.beta:g} into the weights (exact for a common beta)",
+        ),
+        (
+            "weights",
+            "float32",
+            f"sign + {g.weight_bits}-bit magnitude per word",
+            f"{g.weight_error:.2%} relative error on input weights",
+        ),
+        (
+            "neuron arithmetic",
+            "float32 (XLA)",
+            "float32 per operation (Cortex-M4F)",
+            f"{rounding}, simulated bit-precisely",
+        ),
+        ("hidden activity", f"{g.rate_float:.3f} spikes/neuron/step", f"{g.rate_chip:.3f}", activity_note),
+    ]
+    return gap_table(name, rows)

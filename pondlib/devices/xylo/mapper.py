@@ -19,7 +19,7 @@ Xylo runs one fixed topology (``docs/XYLO.md``)::
   ``W[p, i]`` of a matrix from hidden neuron ``a(p)`` lands at ``weights_rec[a(p), b(i // k), i % k]``;
 * an alias (a residual sum) ``source -> target`` becomes ``aliases[source] = target``.
 
-A :class:`~pondlib.nn.neurons.NIRNeuronGroup` (a NIR neuron layer with no exact LIF equivalent, e.g. a
+A :class:`~pondlib.graph.NIRNeuronGroup` (a NIR neuron layer with no exact LIF equivalent, e.g. a
 ``CubaLIF`` imported with reset to zero or to ``v_reset``) counts as a neuron layer for every topology
 and size rule, so that it is reported once, as ``neuron_model`` (how to import or retrain it), rather
 than as an unknown module with follow-on topology violations.
@@ -85,9 +85,8 @@ from pondlib.devices.core.rules import raise_violations
 from pondlib.devices.xylo.limits import XyloLimits, get_limits
 from pondlib.devices.xylo.specification import MappingReport, Specification
 from pondlib.errors import ConfigError, ConstraintError, GraphError, Violation  # noqa: F401  (ConstraintError: doctests)
-from pondlib.graph.modules import AliasConnection, LIFNeurons, LinearWeights
+from pondlib.graph.modules import AliasConnection, LIFNeurons, LinearWeights, NIRNeuronGroup
 from pondlib.graph.utils import topological_order
-from pondlib.nn.neurons import NIRNeuronGroup
 from pondlib.validate import check_bool, check_int
 
 __all__ = ["mapper", "RULES", "SUPPORTED_MODULES"]

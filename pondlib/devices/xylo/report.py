@@ -1,7 +1,8 @@
 """What a Xylo mapping costs and loses, as plain data: resources against the limits, quantization error,
 the known gaps between the float model and the chip, and a summary of a simulation.
 
-Nothing here prints; :mod:`pondlib.cli` renders these rows as tables.
+Nothing here prints: the tables are :class:`~pondlib.devices.core.report.Table` data that any renderer
+(the ``pond`` command line, a notebook) shows.
 
 Example:
     >>> import numpy as np
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pondlib.devices.core.report import LimitRow, Resource
+from pondlib.devices.core.report import LimitRow, Resource, Table, gap_table
 from pondlib.devices.xylo.config import XyloConfig, config_from_specification
 from pondlib.devices.xylo.limits import XyloLimits, get_limits
 from pondlib.errors import ConfigError
@@ -38,6 +39,8 @@ __all__ = [
     "SimulationSummary",
     "configure",
     "float_vs_chip_gaps",
+    "gaps_table",
+    "quantization_table",
     "limit_rows",
     "quantization_summary",
     "resource_usage",
@@ -360,3 +363,63 @@ def configure(spec: Specification, where: str = "configure") -> XyloConfig:
     if not ok:
         raise ConfigError("the Xylo configuration is invalid", value=message, where=where, fix="report this as a bug")
     return config
+
+
+def quantization_table(q: QuantizationSummary) -> Table:
+    """The table of a :class:`QuantizationSummary`: relative error and clipped values per field."""
+    scales = ", ".join(f"{name} {lo:.0f}..{hi:.0f}" for name, lo, hi in q.scale_ranges)
+    return Table(
+        f"Quantization ({q.method} scaling, int{q.weight_bits} weights, int{q.state_bits} thresholds)",
+        (("field", "left"), ("relative error", "right"), ("clipped values", "right")),
+        tuple((f.field, f"{f.relative_error:.2%}", str(f.clipped)) for f in q.fields),
+        caption=f"scales (chip units per float unit): {scales}; {q.total_clipped} value(s) clipped in all",
+    )
+
+
+def gaps_table(name: str, g: FloatChipGaps, float_caps: tuple[float, float]) -> Table:
+    """The float-vs-chip table of a :class:`FloatChipGaps`; ``float_caps``: the float model's spike caps per
+    step (hidden, output)."""
+    smin, smax = g.state_range
+    step = "step" if g.readout_delay == 1 else "steps"
+    clip = "larger counts clipped" if g.input_clipped else "nothing clipped"
+    rows = [
+        (
+            "hidden -> output delay",
+            "0 steps",
+            f"{g.readout_delay} {step}",
+            f"readout sums output spikes over all {g.n_steps} steps ({g.silent_steps} silent at the end), "
+            "so the late step is still counted",
+        ),
+        (
+            "spike caps per step",
+            f"trained with {float_caps[0]:g} / {float_caps[1]:g}",
+            f"{g.max_spikes_hidden} / {g.max_spikes_output}",
+            f"same caps; peak hidden count float {g.float_peak_spikes:.0f}, chip {g.chip_peak_spikes}",
+        ),
+        (
+            "membrane decay per step",
+            f"exp(-dt/tau) = {g.decay_float:.4f}",
+            f"1 - 2^-{g.dash_mem} = {g.decay_chip:.4f}",
+            "time constants chosen to match exactly (bit-shift floor rounding remains)",
+        ),
+        (
+            f"{g.state_bits}-bit saturation",
+            "none",
+            f"{smin}..{smax}",
+            f"{g.saturated_vmem:.2%} of hidden Vmem and {g.saturated_isyn:.2%} of Isyn values at the limits",
+        ),
+        (
+            "input event clip",
+            "none",
+            f"{g.max_input_count} per channel per step",
+            f"inputs peak at {g.input_peak}: {clip}",
+        ),
+        (
+            "weight / threshold rounding",
+            "float32",
+            f"int{g.weight_bits} / int{g.state_bits}",
+            f"{g.weight_error:.2%} relative error on input weights",
+        ),
+        ("hidden activity", f"{g.rate_float:.3f} spikes/neuron/step", f"{g.rate_chip:.3f}", ""),
+    ]
+    return gap_table(name, rows)

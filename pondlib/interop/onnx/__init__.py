@@ -1,13 +1,13 @@
 """ONNX models in: float graphs as pondlib layer lists, QDQ graphs as integer layers for the DNN paths.
 
-* :func:`load_onnx` imports a float model (PyTorch export) as a :class:`FloatModel` (layers in
-  :mod:`~pondlib.interop.onnx.layers`), :func:`run_float` evaluates it in numpy (the parity reference
-  against ONNX Runtime), :func:`to_siracusa` / :func:`to_spinnaker2` turn it into the float layers of
-  the Siracusa ``mapper`` / the SpiNNaker2 ``dnn_mapper`` (which quantize it with calibration data).
+* :func:`load_onnx` imports a float model (PyTorch export) as a :class:`~pondlib.graph.dnn.FloatModel`,
+  :func:`run_float` evaluates it in numpy (the parity reference against ONNX Runtime).
 * :func:`load_qdq` imports a model quantized by ``onnxruntime.quantization.quantize_static`` (QDQ
-  form) without re-quantizing it: :func:`qdq_to_siracusa` builds RequantShift layers whose ``mul / 2^s``
-  approximates each requantizer's real scale, :func:`qdq_to_spinnaker2` power-of-two shift layers;
-  both report every scale-approximation error.
+  form) as a :class:`~pondlib.graph.dnn.QDQModel`, without re-quantizing it.
+
+Either goes to a device through its DNN path (``pondlib.devices.registry.get(name).map_onnx(model,
+calibration)`` / ``.map_qdq(model)``, or ``pond map model.onnx --device NAME``); each chip's converters
+live in its folder (``pondlib.devices.<chip>.onnx``).
 
 The oldest opset accepted is :data:`MIN_OPSET` (6). Every refusal is an :class:`~pondlib.errors.ONNXError`
 naming the file or node, the op, the value, the limit and a fix. ``onnx`` is imported where used.
@@ -22,23 +22,22 @@ Example:
     >>> model = load_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]))
     >>> run_float(model, np.array([[2.0]])).tolist()
     [[2.0, 0.0]]
-    >>> [type(ly).__name__ for ly in to_siracusa(model)[0]]
-    ['GemmLayer', 'ReLU']
+    >>> [ly.op for ly in model.layers]
+    ['gemm', 'relu']
 """
 
-from pondlib.interop.onnx.adapters import to_siracusa, to_spinnaker2
-from pondlib.interop.onnx.layers import LAYER_OPS, FloatLayer, FloatModel, run_float
-from pondlib.interop.onnx.qdq import QDQLayer, QDQModel, load_qdq, qdq_to_siracusa, qdq_to_spinnaker2
+from typing import Any
+
+from pondlib.devices import registry
+from pondlib.graph.dnn import LAYER_OPS, FloatLayer, FloatModel, QDQLayer, QDQModel, hwc_permutation
+from pondlib.interop.onnx.layers import run_float
+from pondlib.interop.onnx.qdq import load_qdq
 from pondlib.interop.onnx.reader import FLOAT_OPS, MIN_OPSET, load_onnx
 
 __all__ = [
     "load_onnx",
     "run_float",
-    "to_siracusa",
-    "to_spinnaker2",
     "load_qdq",
-    "qdq_to_siracusa",
-    "qdq_to_spinnaker2",
     "FloatLayer",
     "FloatModel",
     "QDQLayer",
@@ -46,4 +45,10 @@ __all__ = [
     "LAYER_OPS",
     "FLOAT_OPS",
     "MIN_OPSET",
+    "hwc_permutation",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Names that moved into a chip's folder (e.g. a device's ONNX converter), with a DeprecationWarning."""
+    return registry.moved(__name__, name)

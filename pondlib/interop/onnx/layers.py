@@ -29,57 +29,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from pondlib.errors import ONNXError
+from pondlib.graph.dnn import LAYER_OPS, FloatLayer, FloatModel
 from pondlib.validate import as_float_array
 
 __all__ = ["FloatLayer", "FloatModel", "run_float", "LAYER_OPS"]
 
-#: The float layer kinds (see the module docstring).
-LAYER_OPS = ("gemm", "conv", "relu", "leaky_relu", "maxpool", "avgpool", "reshape", "add", "affine")
 
-
-@dataclass(frozen=True, eq=False)
-class FloatLayer:
-    """One imported float layer: ``name`` (the ONNX node), ``op`` (:data:`LAYER_OPS`), ``inputs`` (indices
-    of earlier layers, ``-1`` the model input), ``params`` and the per-sample ``out_shape``."""
-
-    name: str
-    op: str
-    inputs: tuple[int, ...]
-    params: dict = field(default_factory=dict)
-    out_shape: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, eq=False)
-class FloatModel:
-    """A float ONNX model imported by :func:`~pondlib.interop.onnx.load_onnx`.
-
-    Attributes:
-        layers: the :class:`FloatLayer` list (topological order; the last one is the output).
-        input_name, input_shape: the ONNX input and its per-sample shape (batch axis excluded).
-        tail: ``None`` or ``(op, axis, opset)`` of a final Softmax/LogSoftmax that was dropped from the
-            layers (both preserve the argmax); :func:`run_float` applies it with ``tail=True``.
-        opset: the default-domain opset; notes: what the import did (folds, dropped tails).
-    """
-
-    layers: tuple[FloatLayer, ...]
-    input_name: str
-    input_shape: tuple[int, ...]
-    tail: tuple | None = None
-    opset: int = 0
-    notes: tuple[str, ...] = ()
-
-    def summary(self) -> str:
-        """One line per layer: name, op, output shape."""
-        return "\n".join(f"{ly.name:<24} {ly.op:<11} {ly.out_shape}" for ly in self.layers)
-
-
-# ------------------------------------------------------------------------------------------------
 def _windows(xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dil: Sequence[int], out: Sequence[int]):
     """Yield ``(offset, view)``: for every kernel offset, the strided view ``(B, C, *out)`` of ``xp``."""
     for off in itertools.product(*(range(k) for k in kernel)):

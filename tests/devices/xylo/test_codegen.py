@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pondlib.codegen import compile_host, generate, run_host
-from pondlib.codegen.xylo import delivered_weights, emit
+from pondlib.devices.xylo.codegen import delivered_weights, emit
 from pondlib.devices.xylo.config import validate_config
 from pondlib.devices.xylo.sim import RECORD_KEYS, XyloSim
 from pondlib.errors import CodegenError, ConstraintError
@@ -164,7 +164,7 @@ def test_bad_name_option_and_invalid_config():
 
 def test_width_guard_names_the_field(monkeypatch):
     """A configuration that bypassed validation (e.g. custom limits) is refused before it could overflow."""
-    import pondlib.codegen.xylo as xylo
+    import pondlib.devices.xylo.codegen as xylo
 
     config = random_config(np.random.default_rng(2), max_hidden=4)
     monkeypatch.setattr(xylo, "validate_config", lambda c: [])

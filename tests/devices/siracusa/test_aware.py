@@ -11,9 +11,8 @@ from hypothesis import given, settings
 
 from pondlib import nn
 from pondlib.devices.siracusa import SiracusaSim, mapper, quantize_input
+from pondlib.devices.siracusa.aware import export, siracusa_aware
 from pondlib.errors import GraphError, PondError, QuantizationError
-from pondlib.transform import siracusa_aware
-from pondlib.transform.siracusa_aware import export
 from tests.strategies import assert_pond_error, bad_types, non_finite_arrays
 
 

@@ -78,8 +78,8 @@ from pondlib.nn.base import check_input
 from pondlib.nn.combinators import Sequential
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
+from pondlib.nn.ste import clip_ste, round_ste
 from pondlib.nn.surrogate import Surrogate
-from pondlib.nn.xylo_lif import clip_ste, round_ste
 from pondlib.validate import as_float_array, check_choice, check_int, check_type
 
 __all__ = ["siracusa_aware", "SiracusaAware", "export"]

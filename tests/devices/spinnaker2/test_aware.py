@@ -1,4 +1,4 @@
-"""Device-aware training for SpiNNaker2 (issue 17, part A): :mod:`pondlib.transform.spinnaker2_aware`.
+"""Device-aware training for SpiNNaker2 (issue 17, part A): :mod:`pondlib.devices.spinnaker2.aware`.
 
 Checked: the float32 helpers against the simulator's own arithmetic (bit for bit); the device-aware
 forward against :class:`SpiNNaker2Sim` on the mapped network for every neuron model and option (spikes,
@@ -18,15 +18,15 @@ from hypothesis import strategies as st
 
 from pondlib import nn
 from pondlib.devices.spinnaker2 import LIFOptions, SpiNNaker2Sim, config_from_specification, f32_fma, mapper
-from pondlib.errors import ConfigError, ConstraintError, GraphError, SimulationError
-from pondlib.training import fit, get_loss
-from pondlib.transform.spinnaker2_aware import (
+from pondlib.devices.spinnaker2.aware import (
     SpiNNaker2LIF,
     export_spinnaker2,
     fma_f32,
     mul_f32,
     spinnaker2_aware,
 )
+from pondlib.errors import ConfigError, ConstraintError, GraphError, SimulationError
+from pondlib.training import fit, get_loss
 from tests.strategies import assert_pond_error, bad_types
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -233,7 +233,7 @@ def test_other_bad_arguments_are_refused_with_their_name():
 
 
 def test_chip_unit_scale_is_the_geometric_mean_of_the_export_scales():
-    from pondlib.transform.spinnaker2_aware import chip_unit_scale
+    from pondlib.devices.spinnaker2.aware import chip_unit_scale
 
     k1, k2 = jax.random.split(jax.random.PRNGKey(0))
     net = nn.Sequential(nn.Linear(8, 6, key=k1), nn.LIF(6), nn.Linear(6, 3, key=k2), nn.LIF(3))

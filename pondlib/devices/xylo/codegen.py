@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.codegen.program import Buffer, Constant, Program, build_program
+from pondlib.cprogram.program import Buffer, Constant, Program, build_program
 from pondlib.devices.xylo.config import XyloConfig, validate_config
 from pondlib.errors import CodegenError, ConstraintError, Violation
 
@@ -226,26 +226,26 @@ def emit(model: Any, *, name: str = "net", layout: str = "auto", **options: Any)
             "unknown option(s) of the xylo numerics",
             value=sorted(options),
             limit="name, layout",
-            where="pondlib.codegen.xylo.emit",
+            where="pondlib.devices.xylo.codegen.emit",
         )
     if not isinstance(model, XyloConfig):
         raise CodegenError(
             "model",
             value=type(model).__name__,
             limit="a pondlib.devices.xylo.XyloConfig",
-            where="pondlib.codegen.xylo.emit",
+            where="pondlib.devices.xylo.codegen.emit",
             fix="build one with config_from_specification() or XyloConfig(...)",
         )
     if not isinstance(layout, str) or layout not in LAYOUTS:
-        raise CodegenError("layout", value=layout, limit=list(LAYOUTS), where="pondlib.codegen.xylo.emit")
+        raise CodegenError("layout", value=layout, limit=list(LAYOUTS), where="pondlib.devices.xylo.codegen.emit")
     try:
         problems = validate_config(model)
     except Exception as exc:  # a config with an unknown limits_name or malformed arrays
-        raise CodegenError("invalid XyloConfig", value=str(exc), where="pondlib.codegen.xylo.emit") from exc
+        raise CodegenError("invalid XyloConfig", value=str(exc), where="pondlib.devices.xylo.codegen.emit") from exc
     if problems:
         raise CodegenError(
             f"invalid XyloConfig ({len(problems)} problem(s)):\n  - " + "\n  - ".join(problems),
-            where="pondlib.codegen.xylo.emit",
+            where="pondlib.devices.xylo.codegen.emit",
             fix="fix the configuration (validate_config lists every problem)",
         )
     _check_widths(model)

@@ -12,11 +12,12 @@ import pytest
 from pondlib import nn
 from pondlib.datasets import load_digits_events
 from pondlib.devices.xylo import XYLO_AUDIO2, XYLO_AUDIO3, XyloSim, config_from_specification, mapper
+from pondlib.devices.xylo.aware import hardware_dashes, to_float, xylo_aware
+from pondlib.devices.xylo.aware_lif import XyloLIF, tau_for_dash
 from pondlib.devices.xylo.compare import compare_records, layer_map_from_spec
 from pondlib.errors import ConstraintError, GraphError
-from pondlib.nn.xylo_lif import XyloLIF, tau_for_dash
 from pondlib.training import accuracy, evaluate, fit
-from pondlib.transform import channel_quantize, global_quantize, hardware_dashes, to_float, xylo_aware
+from pondlib.transform import channel_quantize, global_quantize
 
 
 def _net(n_hidden=32, n_out=10, seed=0, k=1):

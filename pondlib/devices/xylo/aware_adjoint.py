@@ -1,4 +1,4 @@
-r"""A hand-derived adjoint (custom VJP) for the time loop of :class:`~pondlib.nn.xylo_lif.XyloLIF`.
+r"""A hand-derived adjoint (custom VJP) for the time loop of :class:`~pondlib.devices.xylo.aware_lif.XyloLIF`.
 
 Automatic differentiation through the layer's :func:`jax.lax.scan` stores every intermediate of every
 step (the saturations, the floors of the bit-shift decays, the spike-count correction) and runs many
@@ -42,7 +42,7 @@ and the parameter gradients are :math:`\partial f_{mem} = -\sum_t \lambda_{P,t} 
 :math:`\partial\theta = \sum_t (\lambda_{s,t} - \theta\lambda_{V,t})\,\partial_\theta s_t - \lambda_{V,t} s_t`
 (sums also over the batch). Bars are incoming cotangents. ``tests/nn/test_xylo_adjoint.py`` checks
 them against automatic differentiation of the layer's reference scan
-(:meth:`XyloLIF._evolve_tm_autodiff <pondlib.nn.xylo_lif.XyloLIF._evolve_tm_autodiff>`).
+(:meth:`XyloLIF._evolve_tm_autodiff <pondlib.devices.xylo.aware_lif.XyloLIF._evolve_tm_autodiff>`).
 
 Residuals (what the backward loop reads): the membrane before reset :math:`P` (T, *batch, N) and the
 saturated synaptic state before decay :math:`q` (T, *batch, N*k), written in place over the input
@@ -60,7 +60,7 @@ Performance notes (measured with ``benchmarks/train_step.py``, row ``pondlib-xyl
   every page faults on first touch. Autodiff through the scan stacked every intermediate; the hand
   adjoint keeps two stacks, and the spike counts are recomputed in the backward loop instead of being
   kept (with the 2-D input product of :meth:`XyloLIF.evolve_tm
-  <pondlib.nn.xylo_lif.XyloLIF.evolve_tm>` this brings the benchmark's step to the plain model's
+  <pondlib.devices.xylo.aware_lif.XyloLIF.evolve_tm>` this brings the benchmark's step to the plain model's
   temporary size, ~27 MiB, from ~34 MiB: a step ~1.8x faster on its own).
 - The forward loop carries :math:`P_{t-1}` and derives :math:`s_{t-1}` and :math:`V_{t-1}` from it at
   the start of step :math:`t`, and stacks :math:`P_{t-1}` (a loop parameter): a value both carried and
@@ -290,12 +290,14 @@ def _forward_any(cfg: XyloScanConfig, f_mem, f_syn, threshold, bias, w_rec, cur,
 
 
 def _native_forward(cfg: XyloScanConfig, f_mem, f_syn, threshold, bias, cur, state0, keep_q: bool):
-    """The integer forward loop of a non-recurrent layer by :func:`pondlib.nn.native.xylo_forward`
+    """The integer forward loop of a non-recurrent layer by :func:`pondlib.nn.native.bitshift_lif_forward`
     (bit for bit the XLA loop's values): ``(pre, spikes, q, None, i_f)`` as :func:`_forward`
     returns them without records (``q`` None unless ``keep_q``)."""
     n, k = f_syn.shape
     i0, v0, _ = _initial(state0, cur.shape[1:-1], n, k)
-    pre, q, spikes, i_f = native.xylo_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cfg.cap, cfg.lo, cfg.hi)
+    pre, q, spikes, i_f = native.bitshift_lif_forward(
+        cur, f_mem, f_syn, threshold, bias, i0, v0, cfg.cap, cfg.lo, cfg.hi
+    )
     return pre, spikes, (q if keep_q else None), None, i_f
 
 

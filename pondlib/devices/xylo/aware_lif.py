@@ -37,7 +37,7 @@ rounds, clips or floors, so that :func:`jax.grad` reaches every parameter. It is
 Gradients: ``round``, ``floor`` and ``clip`` pass the gradient straight through (identity); the spike
 count uses the layer's :class:`~pondlib.nn.surrogate.Surrogate`; the scale ``s`` is treated as a
 constant (``stop_gradient``). The time loop has a hand-derived adjoint that gives exactly these
-gradients without storing every step's intermediates (:mod:`pondlib.nn.xylo_adjoint`; ~4x faster to
+gradients without storing every step's intermediates (:mod:`pondlib.devices.xylo.aware_adjoint`; ~4x faster to
 train on CPU than autodiff through the scan, which :meth:`XyloLIF._evolve_tm_autodiff` keeps as the
 reference).
 
@@ -82,6 +82,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pondlib.devices.xylo.aware_adjoint import XyloScanConfig, xylo_scan
 from pondlib.errors import GraphError, PondError
 from pondlib.graph import GraphHolder, connect_modules
 from pondlib.nn.base import (
@@ -95,38 +96,17 @@ from pondlib.nn.base import (
 )
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
+from pondlib.nn.ste import clip_ste, round_ste
 from pondlib.nn.surrogate import Surrogate
-from pondlib.nn.xylo_adjoint import XyloScanConfig, xylo_scan
 from pondlib.validate import F32_MAX, as_float_array, check_bool, check_choice, check_float, check_int, check_type
 
-__all__ = ["XyloLIF", "XyloLIFState", "tau_for_dash", "dash_for_tau", "round_ste", "floor_ste", "clip_ste"]
+__all__ = ["XyloLIF", "XyloLIFState", "tau_for_dash", "dash_for_tau"]
 
 _QUANTIZE = ("channel", "global", None)
 #: Largest quantizer scale: larger ones (all weights below ~1.5e-36) would overflow float32.
 MAX_SCALE = 2.0**126
 #: Largest decay shift :func:`tau_for_dash` converts (a shift beyond 64 bits has no meaning).
 MAX_DASH = 64
-
-
-# -- straight-through estimators ---------------------------------------------------------------------
-def round_ste(x: jax.Array) -> jax.Array:
-    """``round(x)`` (half to even) forward, identity gradient.
-
-    Example:
-        >>> float(jax.grad(lambda v: round_ste(v * 3.0))(jnp.array(0.4)))
-        3.0
-    """
-    return x + jax.lax.stop_gradient(jnp.round(x) - x)
-
-
-def floor_ste(x: jax.Array) -> jax.Array:
-    """``floor(x)`` forward, identity gradient."""
-    return x + jax.lax.stop_gradient(jnp.floor(x) - x)
-
-
-def clip_ste(x: jax.Array, lo: Any, hi: Any) -> jax.Array:
-    """``clip(x, lo, hi)`` forward, identity gradient (saturation that still lets gradients pass)."""
-    return x + jax.lax.stop_gradient(jnp.clip(x, lo, hi) - x)
 
 
 def tau_for_dash(dash: Any, dt: float) -> np.ndarray:
@@ -333,7 +313,7 @@ class XyloLIF(eqx.Module):
     def scale(self) -> jax.Array:
         """The quantizer's scale (n,) (per neuron for ``"channel"``, one value repeated for
         ``"global"``, ones for None), a constant for autodiff. A neuron without weights gets
-        ``(2^15 - 1) / max(|theta|, |b|)`` (or 1), as in :mod:`pondlib.transform.quantize`. The scale is
+        ``(2^15 - 1) / max(|theta|, |b|)`` (or 1), as in :mod:`pondlib.devices.xylo.quantize`. The scale is
         capped at :data:`MAX_SCALE` (``2^126``; all weights below ~1.5e-36) so that it stays finite in
         float32."""
         n, k = self.n_neurons, self.n_synapses
@@ -392,7 +372,7 @@ class XyloLIF(eqx.Module):
     def evolve_tm(self, x: jax.Array, state: XyloLIFState, record: bool):
         """Time-major evolution ``x`` (T, *batch, n_in) -> spikes (T, *batch, n).
 
-        The time loop is :func:`pondlib.nn.xylo_adjoint.xylo_scan` (a hand-derived adjoint for
+        The time loop is :func:`pondlib.devices.xylo.aware_adjoint.xylo_scan` (a hand-derived adjoint for
         training); :meth:`_evolve_tm_autodiff` is the same evolution differentiated by JAX through a
         plain scan (the reference the tests compare with: equal spikes and states, equal gradients up
         to float32 rounding). The input product is one 2-D product ``(T * batch, n_in) @ (n_in, n k)``

@@ -1,4 +1,5 @@
-"""The hand adjoint of :class:`~pondlib.nn.xylo_lif.XyloLIF` (:mod:`pondlib.nn.xylo_adjoint`) against
+"""The hand adjoint of :class:`~pondlib.devices.xylo.aware_lif.XyloLIF` (:mod:`pondlib.devices.xylo.aware_adjoint`)
+against
 automatic differentiation of the layer's reference scan (:meth:`XyloLIF._evolve_tm_autodiff`, the
 layer's code before the adjoint).
 
@@ -19,9 +20,9 @@ import optax
 import pytest
 
 from pondlib import nn
+from pondlib.devices.xylo.aware import xylo_aware
+from pondlib.devices.xylo.aware_lif import XyloLIF, XyloLIFState
 from pondlib.nn import native
-from pondlib.nn.xylo_lif import XyloLIF, XyloLIFState
-from pondlib.transform import xylo_aware
 from tests.strategies import assert_trees_close
 
 
@@ -275,7 +276,7 @@ def test_kernel_backward_equals_the_xla_loop(name, monkeypatch):
 @pytest.mark.parametrize("name", [n for n in NATIVE_CASES if n.startswith("chip")] + ["chip-capped"])
 def test_kernel_forward_bit_identical(name):
     """Chip arithmetic, non-recurrent: the forward passes of training and of inference (the kernel of
-    :func:`pondlib.nn.native.xylo_forward`) give the reference scan's spikes and final state bit for bit."""
+    :func:`pondlib.nn.native.bitshift_lif_forward`) give the reference scan's spikes and final state bit for bit."""
     kwargs, batch, T = (dict(n_in=5, n=6, k=2, cap=1, delay=True), (2,), 15) if name == "chip-capped" else CASES[name]
     layer = _layer(**kwargs)
     x, state = _inputs(layer, T, batch, seed=6, integer=True)
@@ -284,7 +285,7 @@ def test_kernel_forward_bit_identical(name):
         return jax.vjp(lambda m: _run(m, x, s, False, False)[:2], m)[0]
 
     for fn in (jax.jit(trained), jax.jit(lambda m, x, s: _run(m, x, s, False, False)[:2])):  # training, inference
-        assert "pondlib_xylo_forward" in fn.lower(layer, x, state).as_text()
+        assert "pondlib_bitshift_lif_forward" in fn.lower(layer, x, state).as_text()
         got = fn(layer, x, state)
         ref = jax.jit(lambda m, x, s: _run(m, x, s, False, True)[:2])(layer, x, state)
         _equal(ref, got)

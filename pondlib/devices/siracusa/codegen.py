@@ -2,7 +2,7 @@ r"""Siracusa numerics as C: int8 GEMM / convolution, RequantShift and the intege
 
 :func:`emit` turns a :class:`~pondlib.devices.siracusa.config.SiracusaConfig` (what
 ``config_from_specification`` returns, or a mapper ``Specification``) into a
-:class:`~pondlib.codegen.program.Program` whose step equals
+:class:`~pondlib.cprogram.program.Program` whose step equals
 :class:`~pondlib.devices.siracusa.sim.SiracusaSim` bit for bit: outputs and every recorded value.
 
 **Input and output.** One step takes the *already quantized* integer input ``x[N_in]`` (quantize floats
@@ -74,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.codegen.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
+from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
 from pondlib.devices.siracusa.config import SiracusaConfig, check_constraints
 from pondlib.devices.siracusa.sim import SAFETY_RULES
 from pondlib.devices.siracusa.specification import QLIF, QConv2d, QGemm, QRequant, Specification
@@ -87,7 +87,7 @@ __all__ = ["emit", "record_names", "OPTIONS"]
 OPTIONS = {"validate": True, "record": False}
 
 _I32_LO, _I32_HI = -(2**31), 2**31 - 1
-_WHERE = "pondlib.codegen.siracusa.emit"
+_WHERE = "pondlib.devices.siracusa.codegen.emit"
 
 _HELPERS = {
     "mul": (

@@ -83,7 +83,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.codegen.program import Buffer, Constant, Program, build_program, c_literal
+from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_literal
 from pondlib.devices.spinnaker2.config import SpiNNaker2Config, decode_words, validate_config
 from pondlib.devices.spinnaker2.dnn import DNNConfig
 from pondlib.devices.spinnaker2.specification import NEURON_MODELS, LIFOptions
@@ -201,7 +201,7 @@ def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
         "model",
         value=type(model).__name__,
         limit="a SpiNNaker2Config (SNN path) or a DNNConfig (DNN path)",
-        where="pondlib.codegen.spinnaker2.emit",
+        where="pondlib.devices.spinnaker2.codegen.emit",
         fix="map the network with pondlib.devices.spinnaker2 (mapper + config_from_specification, or dnn_mapper)",
     )
 
@@ -213,14 +213,16 @@ def _check_options(options: dict[str, Any], allowed: tuple[str, ...], path: str)
             f"unknown option(s) {unknown} for the spinnaker2 {path} path",
             value=unknown,
             limit=list(allowed),
-            where="pondlib.codegen.spinnaker2.emit",
+            where="pondlib.devices.spinnaker2.codegen.emit",
             fix="pass only the supported options",
         )
 
 
 def _check_record(record: Any) -> bool:
     if not isinstance(record, (bool, np.bool_)):
-        raise CodegenError("option record", value=record, limit="True or False", where="pondlib.codegen.spinnaker2")
+        raise CodegenError(
+            "option record", value=record, limit="True or False", where="pondlib.devices.spinnaker2.codegen"
+        )
     return bool(record)
 
 
@@ -259,7 +261,7 @@ def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> P
     if problems:
         raise CodegenError(
             "invalid SpiNNaker2 configuration: " + "; ".join(problems),
-            where="pondlib.codegen.spinnaker2.emit",
+            where="pondlib.devices.spinnaker2.codegen.emit",
             fix="build the configuration with config_from_specification and check validate_config",
         )
     opts = config.options if opts is None else opts
@@ -268,7 +270,7 @@ def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> P
             "option options",
             value=opts if not isinstance(opts, LIFOptions) else opts.problems(),
             limit="a valid LIFOptions (compare '>'/'>=', reset 'subtract'/'to_v_reset', fma bool, order)",
-            where="pondlib.codegen.spinnaker2.emit",
+            where="pondlib.devices.spinnaker2.codegen.emit",
         )
     model = NEURON_MODELS[config.neuron_model]
     fmt = model.word
@@ -418,7 +420,8 @@ def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> P
         f"neuron model {config.neuron_model}: {fmt.bits}-bit synapse words, delays 0..{fmt.max_delay}, {D} ring slots",
         f"options: compare {opts.compare!r}, reset {opts.reset!r}, fma {opts.fma}, order {opts.order!r}",
         "input counts must be non-negative and within the simulator's max_input_count (then every sum is exact)",
-        "recorded buffers are named <population>_<key>; pondlib.codegen.spinnaker2.record_names maps simulator keys",
+        "recorded buffers are named <population>_<key>; pondlib.devices.spinnaker2.codegen.record_names maps "
+        "simulator keys",
     )
     return build_program(
         name,
@@ -445,7 +448,7 @@ def _emit_dnn(config: DNNConfig, name: str, overflow: Any, record: bool) -> Prog
     if problems:
         raise CodegenError(
             "invalid DNN configuration: " + "; ".join(problems),
-            where="pondlib.codegen.spinnaker2.emit",
+            where="pondlib.devices.spinnaker2.codegen.emit",
             fix="build the configuration with pondlib.devices.spinnaker2.dnn_mapper",
         )
     overflow = config.overflow if overflow is None else overflow

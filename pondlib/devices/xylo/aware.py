@@ -2,7 +2,7 @@ r"""Hardware-aware training for Xylo: make a float network follow the chip, and 
 
 :func:`xylo_aware` turns a ``pondlib.nn`` network ``Linear -> LIF -> Linear -> LIF ...`` (a
 :class:`~pondlib.nn.Sequential`, the topology the Xylo mapper accepts without aliases) into a NEW
-``Sequential`` of :class:`~pondlib.nn.xylo_lif.XyloLIF` layers, one per ``Linear -> LIF`` pair, that
+``Sequential`` of :class:`~pondlib.devices.xylo.aware_lif.XyloLIF` layers, one per ``Linear -> LIF`` pair, that
 runs the chip's integer dynamics with straight-through gradients:
 
 ==========================  ===========================================================================
@@ -50,13 +50,13 @@ from typing import Any
 
 import numpy as np
 
+from pondlib.devices.xylo.aware_lif import XyloLIF, dash_for_tau
 from pondlib.devices.xylo.limits import XYLO_AUDIO3, XyloLimits, get_limits
 from pondlib.errors import GraphError, PondError
 from pondlib.nn.combinators import Sequential
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
 from pondlib.nn.surrogate import Surrogate
-from pondlib.nn.xylo_lif import XyloLIF, dash_for_tau
 from pondlib.validate import as_float_array, as_int_array, check_bool, check_choice, check_float
 
 __all__ = ["xylo_aware", "to_float", "hardware_dashes"]
@@ -126,7 +126,7 @@ def xylo_aware(
     delays: bool = True,
     surrogate: Surrogate | None = None,
 ) -> Sequential:
-    """A new network of :class:`~pondlib.nn.xylo_lif.XyloLIF` layers that follows the Xylo core.
+    """A new network of :class:`~pondlib.devices.xylo.aware_lif.XyloLIF` layers that follows the Xylo core.
 
     Args:
         net: ``nn.Sequential(Linear, LIF, Linear, LIF, ...)`` (not modified); Linear without bias.

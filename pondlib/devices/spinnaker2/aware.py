@@ -83,8 +83,8 @@ from pondlib.nn.base import check_batch_shape, evolve_time_major, scan_steps
 from pondlib.nn.combinators import Sequential
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
+from pondlib.nn.ste import clip_ste, round_ste
 from pondlib.nn.surrogate import Surrogate
-from pondlib.nn.xylo_lif import clip_ste, round_ste
 from pondlib.validate import check_choice, check_type
 
 __all__ = [

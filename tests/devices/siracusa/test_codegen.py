@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pondlib.codegen import compile_host, generate, run_host
-from pondlib.codegen.siracusa import emit, record_names
 from pondlib.devices.siracusa import QLIF, QConv2d, QGemm, QRequant, RequantShift, SiracusaConfig, SiracusaSim
+from pondlib.devices.siracusa.codegen import emit, record_names
 from pondlib.devices.siracusa.sim import quantize_input
 from pondlib.errors import CodegenError, ConstraintError
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pondlib.codegen.spinnaker2 as s2
+import pondlib.devices.spinnaker2.codegen as s2
 from pondlib.codegen import compile_host, generate, run_host
-from pondlib.codegen.spinnaker2 import emit, record_names
+from pondlib.devices.spinnaker2.codegen import emit, record_names
 from pondlib.devices.spinnaker2.config import config_from_specification
 from pondlib.devices.spinnaker2.dnn import MLP, DNNConfig, DNNLayerConfig, dnn_mapper
 from pondlib.devices.spinnaker2.sim import DNNSim, SpiNNaker2Sim
