@@ -46,7 +46,7 @@ from pondlib.devices import registry
 from pondlib.devices.core.device import Device, DeviceReport, GapContext, Mapped, option_values
 from pondlib.devices.core.inputs import append_silence
 from pondlib.devices.core.report import Table
-from pondlib.errors import ConstraintError, PondError
+from pondlib.errors import ConstraintError, GraphError, PondError
 from pondlib.validate import check_bool, check_float, check_int
 
 __all__ = ["deploy", "Deployment", "Check", "Observer", "fine_tune_optimizer", "NO_LOSS_POINTS"]
@@ -212,15 +212,38 @@ def _check_data(data: Any) -> None:
         )
 
 
+def _check_net(net: Any) -> None:
+    if not callable(net) or not hasattr(net, "as_graph"):
+        raise GraphError(
+            "network",
+            value=f"a {type(net).__name__}",
+            limit="a pondlib.nn network (callable, with as_graph())",
+            where="deploy",
+            fix="pass the trained network, e.g. nn.Sequential(Linear, LIF, ...)",
+        )
+
+
 def _float_run(net: Any, x: np.ndarray) -> tuple[np.ndarray, dict]:
     out, _, rec = net(np.asarray(x, dtype=np.float32), record=True)
     return np.asarray(out), {k: np.asarray(v) for k, v in rec.items()}
 
 
-def _check(d: Device, net: Any, variants: Sequence[str], calib: Any, opts: Mapping[str, Any]) -> tuple[Check, ...]:
+def _variants(d: Device, check: Any) -> list[Any]:
+    """The variants to check first, resolved (a ConfigError names an unknown one)."""
+    if isinstance(check, (str, bytes)) or not isinstance(check, Sequence):
+        raise PondError(
+            "check",
+            value=f"a {type(check).__name__}",
+            limit="a sequence of variant names",
+            where="deploy",
+            fix="pass e.g. check=() or a tuple of the device's variant names",
+        )
+    return [d.limits(v) for v in check]
+
+
+def _check(d: Device, net: Any, variants: Sequence[Any], calib: Any, opts: Mapping[str, Any]) -> tuple[Check, ...]:
     out = []
-    for v in variants:
-        lim = d.limits(v)
+    for lim in variants:
         try:
             d.map(net, lim, calibration=calib, **opts)
             out.append(Check(lim.name, None))
@@ -284,6 +307,7 @@ def deploy(
     """
     d = registry.get(device)
     _check_data(data)
+    _check_net(net)
     aware = check_bool(aware, "aware", where="deploy")
     if aware and not d.has_twin:
         raise PondError(
@@ -303,6 +327,7 @@ def deploy(
     opts = option_values(d, {**settings.options, **(options or {})})
     obs = observer if observer is not None else Observer()
     lim = d.limits(settings.limits if limits is None else limits)
+    variants = _variants(d, settings.check if check is None else check)
     x_test, y_test = np.asarray(data.x_test), np.asarray(data.y_test)
     calib = np.asarray(data.x_train, dtype=np.float64) if d.needs_calibration else None
 
@@ -312,7 +337,7 @@ def deploy(
         float_out, float_record = _float_run(net, x_test)
     else:
         float_out = None
-    checks = _check(d, net, settings.check if check is None else tuple(check), calib, opts)
+    checks = _check(d, net, variants, calib, opts)
     for c in checks:
         obs.checked(c)
     with obs.stage(
@@ -358,8 +383,8 @@ def _fine_tune(d, net, mapped, data, calib, x_dev, y, obs, chunk, fit, accuracy,
     lim, latency, epochs = mapped.limits, mapped.latency, train["epochs"]
     late = f", samples + {latency} silent ticks" if latency else ""
     obs.say(
-        f"Device-aware training for {lim.name} ({d.deploy_settings.describe}; {epochs} epochs from the trained "
-        f"network{late})"
+        f"Device-aware training for {d.called(lim)} ({d.deploy_settings.describe}; {epochs} epochs from the "
+        f"trained network{late})"
     )
     twin = d.twin(net, mapped, calib)
     steps = len(data.y_train) // train["batch_size"]
@@ -375,7 +400,7 @@ def _fine_tune(d, net, mapped, data, calib, x_dev, y, obs, chunk, fit, accuracy,
         frozen=(),
         **{"progress": False, **(train["fit_options"] or {})},
     )
-    with obs.stage(f"Exporting the device-aware network, mapping to {lim.name}, configuring"):
+    with obs.stage(f"Exporting the device-aware network, mapping to {d.called(lim)}, configuring"):
         exported = d.export(twin, lim)
 
     def float_model(xb: Any) -> tuple[Any, dict]:

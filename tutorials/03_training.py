@@ -136,3 +136,28 @@ for title, cmp in (("plain float", plain), ("hardware-aware", aware)):
             f"{st['spikes']['float_total']:.0f}/{st['spikes']['chip_total']:.0f}"
         )
 assert all(c.stats["spikes"]["exact"] == 1.0 for c in aware.values())
+
+# %% [markdown]
+# ## 7. The same pipeline as one call, on every device
+#
+# `pondlib.deploy` runs what this tutorial did by hand, for any registered device: check other
+# variants (Xylo Audio 2's violations), map the network as trained, simulate it bit-precisely, report
+# resources, quantization and the float-vs-device gaps, fine-tune the device-aware twin, export it,
+# simulate it and compare it with the device spike for spike. It returns a `Deployment`: the data
+# `pond demo` renders. Each device's `deploy_settings` pick its variant and options (Xylo Audio 3,
+# SpiNNaker2's 7-bit synapse words, Siracusa without the synaptic current it has no state for).
+
+# %%
+import pondlib
+from pondlib.devices import registry
+
+for name in registry.names()[:3]:
+    dep = pondlib.deploy(net, device=name, data=data, epochs=HW_EPOCHS)
+    checked = ", ".join(f"{c.variant}: {len(c.error.violations) if c.error else 0} violation(s)" for c in dep.checks)
+    print(
+        f"{dep.name:16s} float {dep.float_acc:.1%}  device as trained {dep.as_trained_acc:.1%}  "
+        f"device-aware {dep.device_acc:.1%}  spikes equal {min(dep.spikes_equal.values()):.0%}"
+        + (f"  (checked {checked})" if checked else "")
+    )
+    assert dep.device_acc == dep.aware_float_acc  # the twin is the chip, in float
+    assert min(dep.spikes_equal.values()) == 1.0

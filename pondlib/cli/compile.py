@@ -11,9 +11,10 @@ the float model itself. The numerics are ``float32`` and every registered device
 
 ``--target`` builds the program: ``host`` with the system C compiler, ``cortex-m4`` / ``rv32`` with the
 ziglang cross compiler (:mod:`pondlib.codegen.cross`, run emulated with unicorn). ``--check RASTER.npy``
-(``(T, N_in)`` or ``(B, T, N_in)``; event counts for xylo and spinnaker2, floats for float32 and siracusa)
-runs the raster through the build (``--target host`` when not given) and through pondlib's own simulator
-(the float model, ``XyloSim``, ``SpiNNaker2Sim``, ``SiracusaSim``) and prints the verdict: bit-exact, or the
+(``(T, N_in)`` or ``(B, T, N_in)``: event counts for a device whose program takes them, floats for float32
+and for a device that quantizes its input, ``Reference.quantize``) runs the raster through the build
+(``--target host`` when not given) and through pondlib's own simulator (the float model, or the device's
+``Device.reference``) and prints the verdict: bit-exact, or the
 number of differing outputs (exit status 1). Event counts above the largest value of the program's input
 type are clipped for both, with a note saying how many.
 
@@ -76,7 +77,7 @@ def add_parser(subparsers: Any) -> None:
     """Register ``compile`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``)."""
     cp = subparsers.add_parser(
         "compile",
-        help="generate C for a network or Xylo configuration; build it and check it against pondlib",
+        help="generate C for a network or a device configuration; build it and check it against pondlib",
         description="Generate plain C11 for MODEL with the numerics of a device, write it into DIR, print the "
         "memory report; optionally build it (host or emulated microcontroller) and check it bit for bit "
         "against pondlib's simulator.",
@@ -85,7 +86,7 @@ def add_parser(subparsers: Any) -> None:
         "model",
         metavar="MODEL",
         help="a NIR file (.nir), a network saved with pondlib.io.save_network (.pond) or a saved configuration "
-        "of the numerics' device (e.g. pond demo's xylo_config.npz)",
+        "of the numerics' device (pond demo writes <device>_config.npz)",
     )
     cp.add_argument("--numerics", required=True, choices=numerics(), help="the numerics of the generated C")
     cp.add_argument("-o", "--out", required=True, metavar="DIR", help="folder for the sources (created if missing)")

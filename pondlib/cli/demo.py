@@ -62,7 +62,7 @@ def add_parser(subparsers: Any) -> None:
         "--out",
         default="pond-demo-output",
         metavar="DIR",
-        help="folder for plots, saved networks and the Xylo configuration (created; default ./pond-demo-output)",
+        help="folder for plots, saved networks and deployed configurations (created; default ./pond-demo-output)",
     )
     demo.add_argument(
         "--epochs",
@@ -136,9 +136,8 @@ def run(console: Any, args: argparse.Namespace) -> int:
         import numpy as np
 
         from pondlib.datasets import load_digits_events
-        from pondlib.io import save_network
-        from pondlib.pipeline import deploy, fine_tune_optimizer
-        from pondlib.training import evaluate, fit
+        from pondlib.pipeline import deploy
+        from pondlib.training import evaluate
 
     # 1. data -------------------------------------------------------------------------------------------
     with stage(console, "Loading digits as events") as st:
@@ -150,25 +149,7 @@ def run(console: Any, args: argparse.Namespace) -> int:
 
     # 2. float training ---------------------------------------------------------------------------------
     k_net, k_fit, k_tune = jax.random.split(jax.random.PRNGKey(args.seed), 3)
-    net = demo_network(cfg["hidden"], data.n_classes, key=k_net)
-    console.print(
-        "[bold]Training[/] the float model (cross-entropy on output spike counts; time "
-        "constants, thresholds and biases frozen; spike caps: 31 hidden, 1 output)"
-    )
-    t0 = time.perf_counter()
-    net, history = fit(
-        net,
-        data,
-        "cross_entropy_sum",
-        optimizer=fine_tune_optimizer(3e-3, cfg["epochs"], len(data.y_train) // 64),
-        epochs=cfg["epochs"],
-        batch_size=64,
-        key=k_fit,
-        frozen=_FROZEN,
-        progress=True,
-        console=console,
-    )
-    t_train = time.perf_counter() - t0
+    net, history = _train_float(console, data, cfg, k_net, k_fit)
     with stage(console, "Evaluating the float model on the test split") as st:
         float_acc = evaluate(net, data.x_test, data.y_test)
         float_out, _, float_rec = net(data.x_test.astype(np.float32), record=True)
@@ -179,7 +160,7 @@ def run(console: Any, args: argparse.Namespace) -> int:
             [
                 ("final training accuracy / loss", f"{history['accuracy'][-1]:.1%} / {history['loss'][-1]:.3f}"),
                 ("test accuracy", f"{float_acc:.1%}"),
-                ("training time", f"{t_train:.1f} s ({cfg['epochs']} epochs)"),
+                ("training time", f"{history['seconds']:.1f} s ({cfg['epochs']} epochs)"),
             ],
         )
     )
@@ -207,17 +188,7 @@ def run(console: Any, args: argparse.Namespace) -> int:
     _print_summary(console, deployments, len(data.y_test))
 
     # 5. files and plots --------------------------------------------------------------------------------
-    with stage(console, f"Saving the networks, the deployed configurations and test inputs to {out_dir}") as st:
-        files = [save_network(net, out_dir / "network.pond")]
-        for dep in deployments:
-            exported = dep.deployed.extra.get("network")
-            if exported is not None:
-                files.append(save_network(exported, out_dir / f"network_{dep.device}.pond"))
-        configs = _save_configs(out_dir, deployments)
-        np.save(out_dir / "digits_test.npy", data.x_test[:20])
-        np.save(out_dir / "digits_test_labels.npy", data.y_test[:20])
-        names = [Path(f).name for f in files] + [p.name for p in configs.values()]
-        st["note"] = ", ".join(names) + ", digits_test.npy (20 samples), digits_test_labels.npy"
+    configs = _save_files(console, out_dir, net, data, deployments)
     with stage(console, f"Saving plots to {out_dir}") as st:
         paths = save_plots(out_dir, data, float_out, float_rec, history, deployments)
         st["note"] = ", ".join(p.name for p in paths)
@@ -229,6 +200,54 @@ def run(console: Any, args: argparse.Namespace) -> int:
         f"[bold green]done[/] in {time.perf_counter() - t_start:.1f} s; plots and files in [bold]{out_dir.resolve()}[/]"
     )
     return 0
+
+
+def _train_float(console: Any, data: Any, cfg: dict, k_net: Any, k_fit: Any) -> tuple[Any, dict]:
+    """The demo network trained on ``data`` (time constants, thresholds and biases frozen); the history
+    also holds the training time (``seconds``)."""
+    from pondlib.pipeline import fine_tune_optimizer
+    from pondlib.training import fit
+
+    net = demo_network(cfg["hidden"], data.n_classes, key=k_net)
+    console.print(
+        "[bold]Training[/] the float model (cross-entropy on output spike counts; time "
+        "constants, thresholds and biases frozen; spike caps: 31 hidden, 1 output)"
+    )
+    t0 = time.perf_counter()
+    net, history = fit(
+        net,
+        data,
+        "cross_entropy_sum",
+        optimizer=fine_tune_optimizer(3e-3, cfg["epochs"], len(data.y_train) // 64),
+        epochs=cfg["epochs"],
+        batch_size=64,
+        key=k_fit,
+        frozen=_FROZEN,
+        progress=True,
+        console=console,
+    )
+    return net, {**history, "seconds": time.perf_counter() - t0}
+
+
+def _save_files(console: Any, out_dir: Path, net: Any, data: Any, deployments: list) -> dict[str, Path]:
+    """The networks, the deployed configurations and 20 test inputs, saved; returns the configurations'
+    paths by device."""
+    import numpy as np
+
+    from pondlib.io import save_network
+
+    with stage(console, f"Saving the networks, the deployed configurations and test inputs to {out_dir}") as st:
+        files = [save_network(net, out_dir / "network.pond")]
+        for dep in deployments:
+            exported = dep.deployed.extra.get("network")
+            if exported is not None:
+                files.append(save_network(exported, out_dir / f"network_{dep.device}.pond"))
+        configs = _save_configs(out_dir, deployments)
+        np.save(out_dir / "digits_test.npy", data.x_test[:20])
+        np.save(out_dir / "digits_test_labels.npy", data.y_test[:20])
+        names = [Path(f).name for f in files] + [p.name for p in configs.values()]
+        st["note"] = ", ".join(names) + ", digits_test.npy (20 samples), digits_test_labels.npy"
+    return configs
 
 
 def _save_configs(out_dir: Path, deployments: list) -> dict[str, Path]:

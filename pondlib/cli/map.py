@@ -98,8 +98,8 @@ def add_parser(subparsers: Any) -> None:
         "--out",
         metavar="FILE",
         default=None,
-        help="ONNX only: write the deployment for 'pond simulate' (a SpiNNaker2 DRAM image, a Siracusa "
-        "configuration, ...: the device's own format)",
+        help="ONNX only: write the deployment for 'pond simulate', in the device's own format (a DRAM image, "
+        "a configuration archive, ...)",
     )
     add_device_options(mp, "map", "--device")
 

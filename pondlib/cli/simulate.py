@@ -50,23 +50,22 @@ def add_parser(subparsers: Any) -> None:
     """Register ``simulate`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``)."""
     sim = subparsers.add_parser(
         "simulate",
-        help="run a saved deployment (a Xylo configuration, a SpiNNaker2 DRAM image, ...) bit-exactly",
-        description="Run a saved deployment of any registered device (pond demo's xylo_config.npz, a "
-        "SpiNNaker2 DRAM image or Siracusa configuration written by 'pond map model.onnx --out', ...) on "
-        "input from a .npy file with the device's bit-exact simulator; print a summary and write the output "
-        "(and the device's record) with --record.",
+        help="run a saved deployment of any device (pond demo's <device>_config.npz, ...) bit-exactly",
+        description="Run a saved deployment of any registered device (pond demo's <device>_config.npz, a "
+        "file written by 'pond map model.onnx --out', ...) on input from a .npy file with the device's "
+        "bit-exact simulator; print a summary and write the output (and the device's record) with --record.",
     )
     sim.add_argument(
         "config",
         metavar="CONFIG",
-        help="a saved deployment (XyloConfig.save, pond map model.onnx --out FILE, ...); recognised by content",
+        help="a saved deployment (Device.save, pond map model.onnx --out FILE, ...); recognised by content",
     )
     sim.add_argument(
         "--input",
         required=True,
         metavar="RASTER.npy",
-        help="Xylo: input event counts, (T, N_in) or (B, T, N_in) non-negative integers; DNN deployments: "
-        "(B, N_in) (Siracusa also (B, T, N_in)) integer input, or real numbers with --quantize (.npy)",
+        help="what the device's simulator takes (.npy): event counts (T, N_in) or (B, T, N_in) for spiking "
+        "chips; (B, N_in) or (B, T, N_in) integers for DNN deployments, or real numbers with --quantize",
     )
     sim.add_argument(
         "--record",

@@ -1,6 +1,10 @@
-"""Device packages: ``pondlib.devices.xylo``, ``pondlib.devices.spinnaker2``, ``pondlib.devices.siracusa``.
+"""The chips: one folder per chip (``pondlib.devices.<chip>``), the same parts in each, listed by one registry.
 
-Each device package has the same core file set (``limits``, ``mapper``, ``config``, ``sim``, plus what the
-target needs: Xylo ``hdk``, SpiNNaker2 ``timing`` and ``dnn``, Siracusa ``tiling`` and ``cycles``) and
-imports only from :mod:`pondlib.devices.core`, never from a sibling device.
+* :mod:`pondlib.devices.registry`: the one list of chips (``names()``, ``get(name)``, ``register(device)``);
+* :mod:`pondlib.devices.core`: the :class:`~pondlib.devices.core.device.Device` interface every chip
+  implements (``device.py`` in its folder) and the machinery chips share (the rule runner, violations,
+  report rows and tables, saturating integer helpers, input checks);
+* ``pondlib.devices.<chip>``: limits, specification, mapper, config, sim, report, aware (its device-aware
+  twin), codegen (its C numerics), device, and the chip's own extras. A chip imports only from
+  :mod:`pondlib.devices.core`, never from another chip (see ``docs/architecture.md``).
 """

@@ -554,7 +554,7 @@ class CubaLIF(_NIRNeuron):
     def _no_lif_reason(self) -> str:
         if self.reset != "subtract":
             return (
-                f"reset={self.reset!r}: pondlib LIF (and Xylo) reset by subtraction; import with "
+                f"reset={self.reset!r}: pondlib LIF (and the chips' integer LIFs) reset by subtraction; import with "
                 f"reset='subtract' if the network was trained that way"
             )
         if not bool(jnp.all(self.v_threshold > 0)):

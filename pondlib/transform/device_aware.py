@@ -7,16 +7,8 @@ unchanged, and exports to the device's mapper so that the device's simulator rep
 function finds it through the registry. :func:`pondlib.deploy` runs the whole sequence (map, twin,
 fine-tune, export, simulate, compare).
 
-=================  ============================================================================================
-device             twin and options
-=================  ============================================================================================
-``"xylo"``         :func:`pondlib.devices.xylo.aware.xylo_aware`: ``limits``, ``quantize``, ``learn_dash``,
-                   ``delays``, ``surrogate``; export: the twin itself (``mapper(twin)``)
-``"spinnaker2"``   :func:`pondlib.devices.spinnaker2.aware.spinnaker2_aware`: ``neuron_model``, ``limits``,
-                   ``delays``, ``options``, ``surrogate``; export ``export_spinnaker2(twin)``
-``"siracusa"``     :func:`pondlib.devices.siracusa.aware.siracusa_aware`: ``calibration`` (required),
-                   ``limits``; export ``export(twin)`` then ``mapper(layers, **kw)``
-=================  ============================================================================================
+Each device documents its twin's options on ``Device.aware`` (``registry.get(name).aware``) and in its
+``aware`` module; ``Device.export(twin)`` maps the trained twin.
 
 A device whose output lags its input (``Mapped.latency``, e.g. one tick per hop) answers the last input
 steps late: train its twin on ``data.with_silence(latency)`` (:meth:`pondlib.datasets.EventDataset.with_silence`)

@@ -74,7 +74,7 @@ def _device_for(spec: Any, fields: Mapping[str, Any], method: str) -> Any:
         value=what,
         limit="a float specification of " + (", ".join(d.name for d in candidates) or "a device with a quantizer"),
         where=f"{method}_quantize",
-        fix="pass the specification a device mapper returned (e.g. pondlib.devices.xylo.mapper(graph))",
+        fix="pass the float specification a device mapper returned (pondlib.devices.<chip>.mapper(graph))",
     )
 
 

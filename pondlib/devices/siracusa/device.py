@@ -197,6 +197,13 @@ class SiracusaDevice(Device):
         n = twin.n_layers
         return [("hidden" if i < n - 1 else "output", f"lif{i}/spikes", f"lif{i}/spikes") for i in range(n)]
 
+    @property
+    def specification_type(self) -> type:  # type: ignore[override]
+        """The mapper's (already integer) specification: the quantizers say that this mapper quantizes."""
+        from pondlib.devices.siracusa.specification import Specification
+
+        return Specification
+
     # -- C -----------------------------------------------------------------------------------------------
     def emit(self, model: Any, *, name: str = "net", **options: Any) -> Any:
         from pondlib.devices.siracusa.codegen import emit

@@ -142,13 +142,13 @@ class SpiNNaker2Device(Device):
             notes=tuple(spec.report.notes),
             warnings=tuple(late),
             latency=int(spec.latency_ticks),
-            summary=f"{spec.report.pes_used} PEs, {spec.latency_ticks} ticks from input to output",
+            summary=f"{spec.latency_ticks} ticks from input to output, {spec.report.pes_used} PEs",
             extra=extra,
         )
 
     def mapping_title(self, limits: Any, options: Mapping[str, Any]) -> str:
         model = options.get("neuron_model") or self.options[0].default
-        return f"Mapping to the {limits.name} (SNN path, {model}), configuring"
+        return f"Mapping to the {limits.name} ({model}), configuring"
 
     def run(self, mapped: Mapped, x: Any, *, record: bool = True) -> tuple[np.ndarray, dict]:
         return self.runner(mapped, record=record)(x)
@@ -234,6 +234,13 @@ class SpiNNaker2Device(Device):
             ("hidden" if i < len(pops) - 1 else "output", f"{i}_SpiNNaker2LIF/spikes", f"{p}.spikes")
             for i, p in enumerate(pops)
         ]
+
+    @property
+    def specification_type(self) -> type:  # type: ignore[override]
+        """The mapper's (already integer) specification: the quantizers say that this mapper quantizes."""
+        from pondlib.devices.spinnaker2.specification import Specification
+
+        return Specification
 
     # -- C -----------------------------------------------------------------------------------------------
     def emit(self, model: Any, *, name: str = "net", **options: Any) -> Any:
