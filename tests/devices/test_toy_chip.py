@@ -101,3 +101,21 @@ def test_the_python_pipeline_deploys_to_the_toy(toy, net_file):
         device_aware(net, device="toy")
     assert "toy" in numerics()
     assert "toy.c" in generate(dep.mapped.config, "toy", name="toy").sources
+
+
+def test_a_package_adds_a_chip_through_an_entry_point(monkeypatch):
+    """``[project.entry-points."pondlib.devices"] toyplug = "tests.devices.toy_chip:ToyPlugin"`` in a package."""
+    from types import SimpleNamespace
+
+    def entry_points(group):
+        assert group == registry.ENTRY_POINT_GROUP
+        return [SimpleNamespace(name="toyplug", value="tests.devices.toy_chip:ToyPlugin")]
+
+    monkeypatch.setattr(registry, "entry_points", entry_points)
+    monkeypatch.setattr(registry, "_plugins", None)
+    monkeypatch.setattr(registry, "_loaded", {})
+    assert "toyplug" in registry.names() and "toyplug" not in registry._added
+    assert type(registry.get("toyplug")).__name__ == "ToyPlugin"
+    monkeypatch.setattr(registry, "_plugins", {"broken": "tests.devices.toy_chip:NoSuchClass"})
+    with pytest.raises(PondError, match="cannot be loaded"):
+        registry.get("broken")

@@ -263,3 +263,9 @@ class ToyDevice(Device):
             outputs_table("Output spike counts", counts, preds, "counts"),
             {"output": out},
         )
+
+
+class ToyPlugin(ToyDevice):
+    """The same chip under another name, as a package would declare it through an entry point."""
+
+    name = "toyplug"
