@@ -73,6 +73,7 @@ __all__ = [
     "lif_layers",
     "outputs_table",
     "dnn_saved_run",
+    "scale_lines",
 ]
 
 
@@ -520,3 +521,9 @@ def dnn_saved_run(what: str, x: np.ndarray, y: np.ndarray, device: str) -> Saved
     preds = [int(np.argmax(v)) for v in last]
     outputs = outputs_table("Outputs (the largest one is the prediction)", last, preds, "outputs")
     return SavedRun(f"Simulation ({device})", rows, outputs, {"output": y, "input": x})
+
+
+def scale_lines(report: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per requantizer of an imported QDQ model: its name and how far the chip's integer scale is
+    from the model's real one (``report``: dicts with ``name`` and ``rel_error``)."""
+    return [f"{r['name']}: scale-approximation error {r['rel_error']:.3e}" for r in report]

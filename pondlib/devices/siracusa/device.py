@@ -35,6 +35,7 @@ from pondlib.devices.core.device import (
     SavedRun,
     dnn_saved_run,
     lif_layers,
+    scale_lines,
 )
 from pondlib.devices.core.report import LimitRow, Table, one_spike_row
 from pondlib.errors import PondError
@@ -237,7 +238,7 @@ class SiracusaDevice(Device):
 
     def describe_dnn(self, mapped: Mapped) -> list[str]:
         if "scales" in mapped.extra:
-            return [f"{r['name']}: scale-approximation error {r['rel_error']:.3e}" for r in mapped.extra["scales"]]
+            return scale_lines(mapped.extra["scales"])
         return mapped.spec.report_table().splitlines()
 
     def save(self, mapped: Mapped, path: str | Path) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from pondlib.devices.core.dnn import check_chain, refuse
 from pondlib.devices.siracusa.config import SiracusaConfig
 from pondlib.devices.siracusa.mapper import Conv2dLayer, GemmLayer, ReLU, requant_from_scale
 from pondlib.devices.siracusa.specification import QConv2d, QGemm, QRequant, RequantShift
@@ -38,32 +39,18 @@ from pondlib.validate import check_type
 __all__ = ["to_siracusa", "qdq_to_siracusa"]
 
 
-def _refuse(layer: Any, device: str, why: str) -> ONNXError:
-    return ONNXError(
-        f"layer not supported on {device}",
-        value=f"{layer.op} {why}".strip(),
-        limit="gemm, 2-D conv, relu, flatten",
-        where=f"layer {layer.name!r}",
-        fix="run it with run_float, or change the model",
-    )
+#: What this chip's DNN path runs (the limit of a refusal).
+_SUPPORTED = "gemm, 2-D conv, relu, flatten"
 
 
-def _chain(model: FloatModel, device: str) -> None:
-    for i, layer in enumerate(model.layers):
-        if layer.inputs != (i - 1,):
-            raise _refuse(layer, device, "with a skip connection (inputs are not the previous layer)")
-
-
-def _chain(model: FloatModel, device: str) -> None:
-    for i, layer in enumerate(model.layers):
-        if layer.inputs != (i - 1,):
-            raise _refuse(layer, device, "with a skip connection (inputs are not the previous layer)")
+def _refuse(layer: Any, why: str) -> Exception:
+    return refuse(layer, "Siracusa", why, _SUPPORTED)
 
 
 def to_siracusa(model: FloatModel) -> tuple[list, np.ndarray]:
     """The Siracusa mapper's float layers for ``model`` and the input permutation (module docstring)."""
     check_type(model, "model", FloatModel, where="to_siracusa", error=ONNXError, fix="import with load_onnx")
-    _chain(model, "Siracusa")
+    check_chain(model, "Siracusa", _SUPPORTED)
     out: list = []
     shape = tuple(model.input_shape)
     perm = hwc_permutation(shape)
@@ -77,9 +64,7 @@ def to_siracusa(model: FloatModel) -> tuple[list, np.ndarray]:
             w = p["weight"]
             ok = w.ndim == 4 and len(set(p["pads"])) == 1 and len(set(p["strides"])) == 1
             if not ok or p["dilations"] != [1, 1]:
-                raise _refuse(
-                    layer, "Siracusa", "with 1-D/3-D kernels, asymmetric padding, unequal strides or dilation"
-                )
+                raise _refuse(layer, "with 1-D/3-D kernels, asymmetric padding, unequal strides or dilation")
             c, h, wd = shape
             out.append(
                 Conv2dLayer(
@@ -98,7 +83,7 @@ def to_siracusa(model: FloatModel) -> tuple[list, np.ndarray]:
         elif layer.op == "reshape" and len(layer.out_shape) == 1:
             pass  # a flatten: Siracusa data are flat already (layout unchanged)
         else:
-            raise _refuse(layer, "Siracusa", "")
+            raise _refuse(layer, "")
         shape = layer.out_shape
     return out, perm
 

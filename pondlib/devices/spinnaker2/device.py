@@ -33,6 +33,7 @@ from pondlib.devices.core.device import (
     SavedRun,
     dnn_saved_run,
     lif_layers,
+    scale_lines,
 )
 from pondlib.devices.core.report import LimitRow, Table, one_spike_row
 from pondlib.devices.spinnaker2.specification import NEURON_MODELS
@@ -270,7 +271,7 @@ class SpiNNaker2Device(Device):
 
     def describe_dnn(self, mapped: Mapped) -> list[str]:
         if "scales" in mapped.extra:
-            return [f"{r['name']}: scale-approximation error {r['rel_error']:.3e}" for r in mapped.extra["scales"]]
+            return scale_lines(mapped.extra["scales"])
         return [f"{ly.name}: {ly.weights.shape} shift {ly.shift} workers {ly.workers}" for ly in mapped.config.layers]
 
     def save(self, mapped: Mapped, path: str | Path) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from pondlib.devices.core.dnn import check_chain, refuse
 from pondlib.devices.spinnaker2.dnn import MLP, DenseLayer, DNNConfig, DNNLayerConfig, max_tile_columns
 from pondlib.devices.spinnaker2.limits import get_limits
 from pondlib.errors import ONNXError
@@ -49,33 +50,19 @@ def pow2_error(m: float) -> tuple[int, float]:
     return shift, abs(2.0**-shift - m) / m
 
 
-def _refuse(layer: Any, device: str, why: str) -> ONNXError:
-    return ONNXError(
-        f"layer not supported on {device}",
-        value=f"{layer.op} {why}".strip(),
-        limit="gemm (+ relu), flatten of the input",
-        where=f"layer {layer.name!r}",
-        fix="run it with run_float, or change the model",
-    )
+#: What this chip's DNN path runs (the limit of a refusal).
+_SUPPORTED = "gemm (+ relu), flatten of the input"
 
 
-def _chain(model: FloatModel, device: str) -> None:
-    for i, layer in enumerate(model.layers):
-        if layer.inputs != (i - 1,):
-            raise _refuse(layer, device, "with a skip connection (inputs are not the previous layer)")
-
-
-def _chain(model: FloatModel, device: str) -> None:
-    for i, layer in enumerate(model.layers):
-        if layer.inputs != (i - 1,):
-            raise _refuse(layer, device, "with a skip connection (inputs are not the previous layer)")
+def _refuse(layer: Any, why: str) -> Exception:
+    return refuse(layer, "SpiNNaker2", why, _SUPPORTED)
 
 
 def to_spinnaker2(model: FloatModel) -> Any:
     """A SpiNNaker2 :class:`~pondlib.devices.spinnaker2.dnn.MLP` (Gemm layers, each optionally followed by
     ReLU; a Flatten of the input is allowed)."""
     check_type(model, "model", FloatModel, where="to_spinnaker2", error=ONNXError, fix="import with load_onnx")
-    _chain(model, "SpiNNaker2")
+    check_chain(model, "SpiNNaker2", _SUPPORTED)
     dense: list = []
     for i, layer in enumerate(model.layers):
         if layer.op == "gemm":
@@ -85,7 +72,7 @@ def to_spinnaker2(model: FloatModel) -> Any:
         elif layer.op == "reshape" and not dense and len(layer.out_shape) == 1:
             continue
         else:
-            raise _refuse(layer, "SpiNNaker2", "(the MLA path runs Gemm + ReLU chains)")
+            raise _refuse(layer, "(the MLA path runs Gemm + ReLU chains)")
     if not dense:
         raise ONNXError("layers", value="no Gemm", limit=">= 1 Gemm", where="to_spinnaker2", fix="pass an MLP")
     return MLP(tuple(DenseLayer(ly.params["weight"], ly.params.get("bias"), relu, ly.name) for ly, relu in dense))
