@@ -17,6 +17,7 @@ network or a graph):
 ``d.options``                                       the options of ``map`` / ``compile`` (:class:`Option`)
 ``d.map(net, lim, calibration=, **options)``        a :class:`Mapped`: specification and configuration, every
                                                     design rule checked (a ``ConstraintError`` lists them all)
+``d.configure(spec)``                               ``(config, is_valid, message)`` of a specification
 ``d.run(mapped, x, record=)``                       the bit-precise simulator on ``(B, T, N_in)`` float input:
                                                     ``(output (B, T', N_out), record)``
 ``d.report(mapped, record)``                        a :class:`DeviceReport`: resources, quantization tables, notes
@@ -317,6 +318,11 @@ class Device(abc.ABC):
         Raises:
             ConstraintError: every broken design rule at once. GraphError: a network the chip cannot run.
         """
+
+    def configure(self, spec: Any) -> tuple[Any, bool, str]:
+        """``(config, is_valid, message)`` of a specification: the chip's ``config_from_specification``, every
+        register checked (:meth:`map` does this and raises when the configuration is invalid)."""
+        raise self._missing("configuration step of its own (map configures)", "configure")
 
     def mapping_title(self, limits: Any, options: Mapping[str, Any]) -> str:
         """What :meth:`map` does, in a few words (the command line's progress line)."""

@@ -113,6 +113,11 @@ class SiracusaDevice(Device):
         config = configure(spec, "siracusa map")
         return Mapped(self.name, lim, spec, config, summary=f"{len(config.layers)} layers", extra={"layers": layers})
 
+    def configure(self, spec: Any) -> tuple[Any, bool, str]:
+        from pondlib.devices.siracusa.config import config_from_specification
+
+        return config_from_specification(spec)
+
     def mapping_title(self, limits: Any, options: Mapping[str, Any]) -> str:
         return f"Mapping to {limits.name} (int8 GEMM + 16-bit integer LIF)"
 

@@ -147,6 +147,11 @@ class SpiNNaker2Device(Device):
             extra=extra,
         )
 
+    def configure(self, spec: Any) -> tuple[Any, bool, str]:
+        from pondlib.devices.spinnaker2.config import config_from_specification
+
+        return config_from_specification(spec)
+
     def mapping_title(self, limits: Any, options: Mapping[str, Any]) -> str:
         model = options.get("neuron_model") or self.options[0].default
         return f"Mapping to the {limits.name} ({model}), configuring"

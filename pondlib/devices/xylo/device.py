@@ -113,6 +113,11 @@ class XyloDevice(Device):
             summary=f"{qspec.n_hidden} hidden, {qspec.n_output} output neurons",
         )
 
+    def configure(self, spec: Any) -> tuple[Any, bool, str]:
+        from pondlib.devices.xylo.config import config_from_specification
+
+        return config_from_specification(spec)
+
     def mapping_title(self, limits: Any, options: Mapping[str, Any]) -> str:
         return f"Mapping to {limits.name}, quantizing (per channel), configuring"
 
