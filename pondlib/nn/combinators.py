@@ -25,11 +25,11 @@ from pondlib.errors import GraphError
 from pondlib.graph import AliasConnection, GraphHolder, connect_modules
 from pondlib.nn.base import check_batch_shape, check_module, check_sizes, evolve_time_major
 from pondlib.nn.fused import chain_scan, fusible
-from pondlib.nn.lif import LIF  # noqa: F401  (doctest namespace)
-from pondlib.nn.linear import Linear  # noqa: F401  (doctest namespace)
+from pondlib.nn.lif import LIF
+from pondlib.nn.linear import Linear
 from pondlib.validate import check_bool
 
-__all__ = ["Sequential", "Residual"]
+__all__ = ["Sequential", "Residual", "linear_lif_pairs"]
 
 
 def _child_names(layers: tuple) -> list[str]:
@@ -199,3 +199,46 @@ class Residual(eqx.Module):
         g = self.block.as_graph(name)
         AliasConnection(list(g.input_nodes), list(g.output_nodes), f"{name}/alias", self)
         return GraphHolder(list(g.input_nodes), list(g.output_nodes), name, self)
+
+
+def linear_lif_pairs(net: Any, where: str, *, one_synapse: bool = False, why: str = "") -> list[tuple[Any, Any]]:
+    """The ``(Linear, LIF)`` pairs of ``nn.Sequential(Linear, LIF, Linear, LIF, ...)``: the chains a
+    device-aware twin models, one fused layer per pair.
+
+    Args:
+        net: the network (not modified). where: the caller, for messages.
+        one_synapse: also refuse a LIF with several synapses per neuron or with recurrent weights
+            (``why`` says why, as the fix).
+
+    Raises:
+        GraphError: ``net`` is not a ``Sequential`` of such pairs (the message lists its layers), or a LIF
+            breaks ``one_synapse``.
+
+    Example:
+        >>> import jax
+        >>> net = Sequential(Linear(3, 2, key=jax.random.PRNGKey(0)), LIF(2))
+        >>> [type(m).__name__ for pair in linear_lif_pairs(net, "example") for m in pair]
+        ['Linear', 'LIF']
+    """
+    layers = list(net.layers) if isinstance(net, Sequential) else []
+    pairs = [(layers[i], layers[i + 1]) for i in range(0, len(layers) - 1, 2)]
+    ok = len(layers) >= 2 and len(layers) % 2 == 0
+    ok = ok and all(isinstance(lin, Linear) and isinstance(lif, LIF) for lin, lif in pairs)
+    if not ok:
+        raise GraphError(
+            "device-aware network layers",
+            value=" -> ".join(type(m).__name__ for m in layers) if layers else type(net).__name__,
+            limit="nn.Sequential(Linear, LIF, Linear, LIF, ...)",
+            where=where,
+            fix="build the network as Linear -> LIF pairs (Residual and other modules are not modelled)",
+        )
+    for i, (_, lif) in enumerate(pairs):
+        if one_synapse and (lif.n_synapses != 1 or lif.w_rec is not None):
+            raise GraphError(
+                f"{2 * i + 1}_LIF synapses / recurrence",
+                value=f"{lif.n_synapses} synapses, w_rec {'set' if lif.w_rec is not None else 'None'}",
+                limit="one synapse per neuron, no recurrent weights",
+                where=where,
+                fix=why or "use nn.LIF(N) without w_rec",
+            )
+    return pairs

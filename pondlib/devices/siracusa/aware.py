@@ -75,7 +75,7 @@ from pondlib.devices.siracusa.mapper import GemmLayer, IntLIFLayer, mapper, stat
 from pondlib.devices.siracusa.specification import COMPARISONS, QLIF, RESET_MODES, QGemm
 from pondlib.errors import GraphError, PondError, QuantizationError
 from pondlib.nn.base import check_input
-from pondlib.nn.combinators import Sequential
+from pondlib.nn.combinators import linear_lif_pairs
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
 from pondlib.nn.ste import clip_ste, round_ste
@@ -88,41 +88,9 @@ _TOP = (1 << 31) - 1
 
 
 def _pairs(net: Any, where: str) -> list[tuple[Linear, LIF]]:
-    if not isinstance(net, Sequential):
-        raise GraphError(
-            "device-aware network",
-            value=type(net).__name__,
-            limit="a Sequential of Linear -> LIF pairs",
-            where=where,
-            fix="build the network as nn.Sequential(Linear, LIF, Linear, LIF, ...)",
-        )
-    layers = list(net.layers)
-    ok = (
-        len(layers) >= 2
-        and len(layers) % 2 == 0
-        and all(isinstance(layers[i], Linear) and isinstance(layers[i + 1], LIF) for i in range(0, len(layers), 2))
+    return linear_lif_pairs(
+        net, where, one_synapse=True, why="the Siracusa integer LIF has one input per neuron and no recurrence"
     )
-    if not ok:
-        raise GraphError(
-            "device-aware network layers",
-            value=" -> ".join(type(m).__name__ for m in layers),
-            limit="Linear -> LIF (repeated)",
-            where=where,
-            fix="use Linear -> LIF pairs (other modules are not modelled)",
-        )
-    pairs = []
-    for i in range(0, len(layers), 2):
-        lin, lif = layers[i], layers[i + 1]
-        if lif.n_synapses != 1 or lif.w_rec is not None:
-            raise GraphError(
-                "LIF synapses / recurrence",
-                value=f"layer {i + 1}: {lif.n_synapses} synapses, w_rec {'set' if lif.w_rec is not None else 'none'}",
-                limit="one synapse per neuron, no recurrent weights",
-                where=where,
-                fix="the Siracusa integer LIF has one input per neuron and no recurrence",
-            )
-        pairs.append((lin, lif))
-    return pairs
 
 
 def _shift_for(alpha: np.ndarray, gain: np.ndarray, bias: np.ndarray, imax: int, s_hi: int, smax: int) -> int:

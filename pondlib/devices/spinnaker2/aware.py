@@ -80,7 +80,7 @@ from pondlib.devices.spinnaker2.specification import NEURON_MODELS, PARAM_MAX, L
 from pondlib.errors import ConfigError, GraphError, PondError
 from pondlib.graph import GraphHolder, connect_modules
 from pondlib.nn.base import check_batch_shape, evolve_time_major, scan_steps
-from pondlib.nn.combinators import Sequential
+from pondlib.nn.combinators import Sequential, linear_lif_pairs
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
 from pondlib.nn.ste import clip_ste, round_ste
@@ -322,32 +322,12 @@ class SpiNNaker2LIF(eqx.Module):
 
 # -- transform and export ------------------------------------------------------------------------------
 def _pairs(net: Any) -> list[tuple[Linear, LIF]]:
-    layers = list(net.layers) if isinstance(net, Sequential) else []
-    ok = (
-        len(layers) >= 2
-        and len(layers) % 2 == 0
-        and all(isinstance(layers[i], Linear) and isinstance(layers[i + 1], LIF) for i in range(0, len(layers), 2))
+    return linear_lif_pairs(
+        net,
+        _WHERE,
+        one_synapse=True,
+        why="use nn.LIF(N) without w_rec (SpiNNaker2 splits exc/inh by the weight's sign)",
     )
-    if not ok:
-        got = " -> ".join(type(m).__name__ for m in layers) if layers else type(net).__name__
-        raise GraphError(
-            "device-aware network",
-            value=got,
-            limit="nn.Sequential(Linear, LIF, Linear, LIF, ...)",
-            where=_WHERE,
-            fix="build the network as Linear -> LIF pairs (no Residual, no other modules)",
-        )
-    pairs = [(layers[i], layers[i + 1]) for i in range(0, len(layers), 2)]
-    for i, (_, lif) in enumerate(pairs):
-        if lif.n_synapses != 1 or lif.w_rec is not None:
-            raise GraphError(
-                f"{2 * i + 1}_LIF",
-                value=f"{lif.n_synapses} synapses, w_rec {'set' if lif.w_rec is not None else 'None'}",
-                limit="one synapse per neuron, no recurrent weights",
-                where=_WHERE,
-                fix="use nn.LIF(N) without w_rec (SpiNNaker2 splits exc/inh by the weight's sign)",
-            )
-    return pairs
 
 
 def spinnaker2_aware(

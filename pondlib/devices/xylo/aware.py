@@ -53,7 +53,7 @@ import numpy as np
 from pondlib.devices.xylo.aware_lif import XyloLIF, dash_for_tau
 from pondlib.devices.xylo.limits import XYLO_AUDIO3, XyloLimits, get_limits
 from pondlib.errors import GraphError, PondError
-from pondlib.nn.combinators import Sequential
+from pondlib.nn.combinators import Sequential, linear_lif_pairs
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
 from pondlib.nn.surrogate import Surrogate
@@ -63,32 +63,11 @@ __all__ = ["xylo_aware", "to_float", "hardware_dashes"]
 
 
 def _pairs(net: Any) -> list[tuple[Linear, LIF]]:
-    if not isinstance(net, Sequential):
-        raise GraphError(
-            "hardware-aware network",
-            value=type(net).__name__,
-            limit="a Sequential of Linear -> LIF pairs",
-            where="xylo_aware",
-            fix="build the network as nn.Sequential(Linear, LIF, Linear, LIF, ...)",
-        )
-    layers = list(net.layers)
-    ok = (
-        len(layers) >= 2
-        and len(layers) % 2 == 0
-        and all(isinstance(layers[i], Linear) and isinstance(layers[i + 1], LIF) for i in range(0, len(layers), 2))
-    )
-    if not ok:
-        got = " -> ".join(type(m).__name__ for m in layers)
-        raise GraphError(
-            "hardware-aware network layers",
-            value=got,
-            limit="Linear -> LIF (repeated)",
-            where="xylo_aware",
-            fix="use Linear -> LIF pairs (Residual/alias and other modules are not modelled)",
-        )
+    """The network's Linear -> LIF pairs, each checked for what the chip cannot run (a bias, non-finite
+    parameters, non-positive time constants)."""
     pairs = []
-    for i in range(0, len(layers), 2):
-        lin, lif = layers[i], layers[i + 1]
+    for n, (lin, lif) in enumerate(linear_lif_pairs(net, "xylo_aware")):
+        i = 2 * n
         if lin.bias is not None and bool(np.any(np.asarray(lin.bias) != 0)):
             raise GraphError(
                 "Linear bias",
