@@ -1,6 +1,8 @@
 r"""``float32`` numerics: the float model of a ``pondlib.nn`` network as plain C11 (IEEE float32, no libm).
 
-:func:`emit` walks the network and writes one block of C per module; every coefficient that pondlib
+:func:`emit` walks the network and writes one block of C per module, each from its kernel template in
+``pondlib/codegen/templates/`` (:mod:`pondlib.cprogram.templates`: Python computes only the values -- names,
+sizes, loop bounds, constants, the chosen variant); every coefficient that pondlib
 derives from the parameters (the LIF decays ``exp(-dt/tau)``, the NIR neurons' ``a``, ``dt/tau * r``,
 leak terms) is taken from the module's own ``parameters()`` -- the exact float32 values pondlib's float
 model uses -- and embedded as an exact hexadecimal constant, so the C computes no ``exp`` and needs no
@@ -83,6 +85,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
+from pondlib.cprogram.templates import render
 from pondlib.errors import CodegenError
 from pondlib.nn.combinators import Residual, Sequential
 from pondlib.nn.graphnet import GraphNetwork
@@ -131,8 +134,16 @@ def _f32(value: Any) -> np.ndarray:
     return np.asarray(value, dtype=np.float32).reshape(-1)
 
 
+_PACKAGE = __package__  # the kernels of this module live in pondlib/codegen/templates/
+
+
+def _kernel(template: str, **values: Any) -> str:
+    """One kernel's C: the template ``template`` of this package filled with ``values``."""
+    return render(_PACKAGE, template, **values)
+
+
 class _Ctx:
-    """Collects constants, buffers and C lines; scratch lifetimes are counted in operations (modules)."""
+    """Collects constants, buffers and C blocks; scratch lifetimes are counted in operations (modules)."""
 
     def __init__(self) -> None:
         self.constants: list[Constant] = []
@@ -178,7 +189,8 @@ class _Ctx:
         return name
 
     def block(self, title: str, body: str) -> None:
-        self.lines.append(f"{{ /* {title} */\n" + "\n".join("    " + ln for ln in body.strip().splitlines()) + "\n}")
+        """One operation of the step: ``body`` in its own scope, titled."""
+        self.lines.append(_kernel("block.c", title=title, body=body))
         self.op += 1
 
 
@@ -198,88 +210,68 @@ def _linear(m: Linear, ctx: _Ctx, src: str, title: str) -> str:
     w = ctx.array("w", np.asarray(m.weight, np.float32).T)  # (n_out, n_in): each output's row contiguous
     out = ctx.tmp(n_out)
     ctx.use(src)
-    bias = "" if m.bias is None else f"\n    acc = acc + {ctx.param('b', m.bias)('j')};"
-    ctx.block(
-        f"{title}: Linear {n_in} -> {n_out}",
-        f"for (int32_t j = 0; j < {n_out}; ++j) {{\n"
-        f"    const float *wj = &{w}[j * {n_in}];\n"
-        f"    float acc = 0.0f;\n"
-        f"    for (int32_t i = 0; i < {n_in}; ++i)\n"
-        f"        if ({src}[i] != 0.0f) acc = acc + {src}[i] * wj[i];{bias}\n"
-        f"    {out}[j] = acc;\n}}",
-    )
+    bias = "" if m.bias is None else ctx.param("b", m.bias)("j")
+    code = _kernel("linear.c", src=src, out=out, w=w, n_in=n_in, n_out=n_out, has_bias=bool(bias), bias=bias)
+    ctx.block(f"{title}: Linear {n_in} -> {n_out}", code)
     return out
 
 
 def _lif(m: LIF, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
     p = m.parameters()
     n, k = m.n_neurons, m.n_synapses
-    nk = n * k
     beta = ctx.param("beta", p.beta)
     alpha, thr, bias = ctx.param("alpha", p.alpha), ctx.param("thr", p.threshold), ctx.param("bias", p.bias)
-    isyn = ctx.state(prefix + "isyn", nk)
+    isyn = ctx.state(prefix + "isyn", n * k)
     vmem = ctx.state(prefix + "vmem", n)
     spk = ctx.state(prefix + "spikes", n)
     ctx.use(src)
-    cap = c_literal(p.max_spikes, "float")
-    rec = ""
-    if p.w_rec is not None:
-        wr = ctx.array("wrec", np.asarray(p.w_rec, np.float32).T)  # (N*k, N): each channel's row contiguous
-        rec = (
-            f"    const float *wc = &{wr}[c * {n}];\n    float r = 0.0f;\n"
-            f"    for (int32_t m = 0; m < {n}; ++m)\n"
-            f"        if ({spk}[m] != 0.0f) r = r + {spk}[m] * wc[m];\n    in = in + r;\n"
-        )
-    syn = f"{isyn}[n * {k}]" + "".join(f" + {isyn}[n * {k} + {j}]" for j in range(1, k))
-    ctx.block(
-        f"{title}: LIF N={n} k={k}{' recurrent' if rec else ''} cap={p.max_spikes:g}",
-        f"for (int32_t c = 0; c < {nk}; ++c) {{\n    float in = {src}[c];\n{rec}"
-        f"    {isyn}[c] = ({isyn}[c] + in) * {beta('c')};\n}}\n"
-        f"for (int32_t n = 0; n < {n}; ++n) {{\n"
-        f"    const float syn = {syn};\n"
-        f"    const float v = {vmem}[n] * {alpha('n')} + syn + {bias('n')};\n"
-        f"    const float th = {thr('n')};\n"
-        f"    float s = 0.0f;\n"
-        f"    if (v >= th) {{\n        const float u = v / th;\n"
-        f"        s = u >= {cap} ? {cap} : (float)(int32_t)u;\n    }}\n"
-        f"    {vmem}[n] = v - s * th;\n    {spk}[n] = s;\n}}",
+    # (N*k, N): each channel's row of the recurrent weights contiguous
+    wrec = "" if p.w_rec is None else ctx.array("wrec", np.asarray(p.w_rec, np.float32).T)
+    code = _kernel(
+        "lif.c",
+        src=src,
+        isyn=isyn,
+        vmem=vmem,
+        spikes=spk,
+        n=n,
+        k=k,
+        nk=n * k,
+        recurrent=bool(wrec),
+        wrec=wrec,
+        beta=beta("c"),
+        alpha=alpha("n"),
+        bias=bias("n"),
+        thr=thr("n"),
+        cap=c_literal(p.max_spikes, "float"),
+        syn_sum=" + ".join(f"{isyn}[n * {k}{f' + {j}' if j else ''}]" for j in range(k)),
     )
+    ctx.block(f"{title}: LIF N={n} k={k}{' recurrent' if wrec else ''} cap={p.max_spikes:g}", code)
     return spk
 
 
 def _nir_neuron(m: Any, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
     p = m.parameters()
     n = m.size_in
-    lines = [f"for (int32_t n = 0; n < {n}; ++n) {{"]
     ctx.use(src)
+    values: dict[str, Any] = {"src": src, "n": n, "synapse": p.a_syn is not None, "drive": f"{src}[n]"}
     if p.a_syn is not None:
-        isyn = ctx.state(prefix + "isyn", n)
-        a_syn, g_syn = ctx.param("asyn", p.a_syn), ctx.param("gsyn", p.g_syn)
-        lines.append(f"    {isyn}[n] = {a_syn('n')} * {isyn}[n] + {g_syn('n')} * {src}[n];")
-        drive = f"{isyn}[n]"
-    else:
-        drive = f"{src}[n]"
-    vmem = ctx.state(prefix + "vmem_reset", n)
-    a_mem, g_mem, c_mem = ctx.param("amem", p.a_mem), ctx.param("gmem", p.g_mem), ctx.param("cmem", p.c_mem)
-    lines.append(f"    const float v = {a_mem('n')} * {vmem}[n] + {g_mem('n')} * {drive} + {c_mem('n')};")
-    out = vmem
-    if p.threshold is None:
-        lines.append(f"    {vmem}[n] = v;")
-    else:
-        out = ctx.state(prefix + "spikes", n)
-        thr = ctx.param("thr", p.threshold)
-        lines.append(f"    const float z = v > {thr('n')} ? 1.0f : 0.0f;")
-        if p.reset == "subtract":
-            lines.append(f"    {vmem}[n] = v - z * {thr('n')};")
-        elif p.reset == "zero":
-            lines.append(f"    {vmem}[n] = v * (1.0f - z);")
-        else:
-            vr = ctx.param("vreset", p.v_reset)
-            lines.append(f"    {vmem}[n] = v * (1.0f - z) + z * {vr('n')};")
-        lines.append(f"    {out}[n] = z;")
-    lines.append("}")
+        values["isyn"] = ctx.state(prefix + "isyn", n)
+        values["a_syn"], values["g_syn"] = ctx.param("asyn", p.a_syn)("n"), ctx.param("gsyn", p.g_syn)("n")
+        values["drive"] = f"{values['isyn']}[n]"
+    values["vmem"] = ctx.state(prefix + "vmem_reset", n)
+    for key, base, arr in (("a_mem", "amem", p.a_mem), ("g_mem", "gmem", p.g_mem), ("c_mem", "cmem", p.c_mem)):
+        values[key] = ctx.param(base, arr)("n")
+    values["spiking"] = p.threshold is not None
+    out = values["vmem"]
+    if p.threshold is not None:
+        out = values["spikes"] = ctx.state(prefix + "spikes", n)
+        values["thr"] = ctx.param("thr", p.threshold)("n")
+        values.update(reset_subtract=p.reset == "subtract", reset_zero=p.reset == "zero")
+        values["reset_to_value"] = not (values["reset_subtract"] or values["reset_zero"])
+        if values["reset_to_value"]:
+            values["v_reset"] = ctx.param("vreset", p.v_reset)("n")
     reset = "" if p.threshold is None else f" reset={p.reset}"
-    ctx.block(f"{title}: {type(m).__name__} N={n}{reset}", "\n".join(lines))
+    ctx.block(f"{title}: {type(m).__name__} N={n}{reset}", _kernel("nir_neuron.c", **values))
     return out
 
 
@@ -288,10 +280,7 @@ def _threshold(m: Threshold, ctx: _Ctx, src: str, title: str) -> str:
     thr = ctx.param("thr", m.threshold)
     out = ctx.tmp(n)
     ctx.use(src)
-    ctx.block(
-        f"{title}: Threshold N={n}",
-        f"for (int32_t n = 0; n < {n}; ++n) {out}[n] = {src}[n] > {thr('n')} ? 1.0f : 0.0f;",
-    )
+    ctx.block(f"{title}: Threshold N={n}", _kernel("threshold.c", n=n, src=src, out=out, thr=thr("n")))
     return out
 
 
@@ -300,7 +289,7 @@ def _scale(m: Scale, ctx: _Ctx, src: str, title: str) -> str:
     s = ctx.param("scale", m.scale)
     out = ctx.tmp(n)
     ctx.use(src)
-    ctx.block(f"{title}: Scale N={n}", f"for (int32_t n = 0; n < {n}; ++n) {out}[n] = {src}[n] * {s('n')};")
+    ctx.block(f"{title}: Scale N={n}", _kernel("scale.c", n=n, src=src, out=out, scale=s("n")))
     return out
 
 
@@ -312,22 +301,15 @@ def _delay(m: Delay, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
     ring = ctx.state(prefix + "delay_ring", depth * n)
     pos = ctx.state(prefix + "delay_pos", 1, "int32_t")
     if len(set(steps)) == 1:
-        dexpr = str(steps[0])
+        d = str(steps[0])
     else:
         dname = ctx._fresh("k_delay_")
         ctx.constants.append(Constant(dname, "int32_t", np.asarray(steps, np.int32)))
-        dexpr = f"{dname}[n]"
+        d = f"{dname}[n]"
     out = ctx.tmp(n)
     ctx.use(src)
-    ctx.block(
-        f"{title}: Delay N={n} max {depth} steps",
-        f"const int32_t p = {pos}[0];\n"
-        f"for (int32_t n = 0; n < {n}; ++n) {{\n"
-        f"    const int32_t d = {dexpr};\n"
-        f"    {out}[n] = d == 0 ? {src}[n] : {ring}[((p - d + {depth}) % {depth}) * {n} + n];\n"
-        f"    {ring}[p * {n} + n] = {src}[n];\n}}\n"
-        f"{pos}[0] = (p + 1) % {depth};",
-    )
+    code = _kernel("delay.c", n=n, src=src, out=out, ring=ring, pos=pos, depth=depth, d=d)
+    ctx.block(f"{title}: Delay N={n} max {depth} steps", code)
     return out
 
 
@@ -344,32 +326,35 @@ def _conv(m: Conv1d | Conv2d, ctx: _Ctx, src: str, title: str) -> str:
     else:
         (c_in, h_in, w_in), (_, h_out, w_out) = m.input_shape, m.output_shape
     c_out, cpg, kh, kw = w.shape
-    opg = c_out // m.groups
     wt = ctx.array("conv", w)
     out = ctx.tmp(c_out * h_out * w_out)
     ctx.use(src)
-    bias = "" if m.bias is None else f"\n            acc = acc + {ctx.param('cb', m.bias)('o')};"
-    ctx.block(
-        f"{title}: {type(m).__name__} ({c_in}, {h_in}, {w_in}) -> ({c_out}, {h_out}, {w_out})",
-        f"for (int32_t o = 0; o < {c_out}; ++o) {{\n"
-        f"    const int32_t c0 = (o / {opg}) * {cpg};\n"
-        f"    for (int32_t i = 0; i < {h_out}; ++i) {{\n"
-        f"        for (int32_t j = 0; j < {w_out}; ++j) {{\n"
-        f"            float acc = 0.0f;\n"
-        f"            for (int32_t c = 0; c < {cpg}; ++c)\n"
-        f"                for (int32_t u = 0; u < {kh}; ++u) {{\n"
-        f"                    const int32_t r = i * {stride[0]} + u * {dil[0]} - {pads[0][0]};\n"
-        f"                    if (r < 0 || r >= {h_in}) continue;\n"
-        f"                    for (int32_t v = 0; v < {kw}; ++v) {{\n"
-        f"                        const int32_t q = j * {stride[1]} + v * {dil[1]} - {pads[1][0]};\n"
-        f"                        if (q < 0 || q >= {w_in}) continue;\n"
-        f"                        const float xin = {src}[((c0 + c) * {h_in} + r) * {w_in} + q];\n"
-        f"                        if (xin != 0.0f) acc = acc + xin * {wt}[((o * {cpg} + c) * {kh} + u) * {kw} + v];\n"
-        f"                    }}\n"
-        f"                }}{bias}\n"
-        f"            {out}[(o * {h_out} + i) * {w_out} + j] = acc;\n"
-        f"        }}\n    }}\n}}",
+    bias = "" if m.bias is None else ctx.param("cb", m.bias)("o")
+    code = _kernel(
+        "conv.c",
+        src=src,
+        out=out,
+        w=wt,
+        c_in=c_in,
+        h_in=h_in,
+        w_in=w_in,
+        c_out=c_out,
+        h_out=h_out,
+        w_out=w_out,
+        cpg=cpg,
+        opg=c_out // m.groups,
+        kh=kh,
+        kw=kw,
+        stride_h=stride[0],
+        stride_w=stride[1],
+        dil_h=dil[0],
+        dil_w=dil[1],
+        pad_h=pads[0][0],
+        pad_w=pads[1][0],
+        has_bias=bool(bias),
+        bias=bias,
     )
+    ctx.block(f"{title}: {type(m).__name__} ({c_in}, {h_in}, {w_in}) -> ({c_out}, {h_out}, {w_out})", code)
     return out
 
 
@@ -380,24 +365,26 @@ def _pool(m: SumPool2d, ctx: _Ctx, src: str, title: str) -> str:
     (kh, kw), (sh, sw), (ph, pw) = m.kernel_size, m.stride, m.padding
     out = ctx.tmp(c * h_out * w_out)
     ctx.use(src)
-    div = f" / {c_literal(float(kh * kw), 'float')}" if isinstance(m, AvgPool2d) else ""
-    ctx.block(
-        f"{title}: {type(m).__name__} ({c}, {h_in}, {w_in}) -> ({c}, {h_out}, {w_out})",
-        f"for (int32_t ch = 0; ch < {c}; ++ch)\n"
-        f"    for (int32_t i = 0; i < {h_out}; ++i)\n"
-        f"        for (int32_t j = 0; j < {w_out}; ++j) {{\n"
-        f"            float acc = 0.0f;\n"
-        f"            for (int32_t u = 0; u < {kh}; ++u) {{\n"
-        f"                const int32_t r = i * {sh} + u - {ph};\n"
-        f"                if (r < 0 || r >= {h_in}) continue;\n"
-        f"                for (int32_t v = 0; v < {kw}; ++v) {{\n"
-        f"                    const int32_t q = j * {sw} + v - {pw};\n"
-        f"                    if (q >= 0 && q < {w_in}) acc = acc + {src}[(ch * {h_in} + r) * {w_in} + q];\n"
-        f"                }}\n"
-        f"            }}\n"
-        f"            {out}[(ch * {h_out} + i) * {w_out} + j] = acc{div};\n"
-        f"        }}",
+    average = isinstance(m, AvgPool2d)
+    code = _kernel(
+        "pool.c",
+        src=src,
+        out=out,
+        c=c,
+        h_in=h_in,
+        w_in=w_in,
+        h_out=h_out,
+        w_out=w_out,
+        kh=kh,
+        kw=kw,
+        stride_h=sh,
+        stride_w=sw,
+        pad_h=ph,
+        pad_w=pw,
+        average=average,
+        area=c_literal(float(kh * kw), "float") if average else "",
     )
+    ctx.block(f"{title}: {type(m).__name__} ({c}, {h_in}, {w_in}) -> ({c}, {h_out}, {w_out})", code)
     return out
 
 
@@ -408,8 +395,7 @@ def _add(ctx: _Ctx, srcs: list[str], n: int, title: str) -> str:
     out = ctx.tmp(n)
     for s in srcs:
         ctx.use(s)
-    expr = " + ".join(f"{s}[i]" for s in srcs)
-    ctx.block(title, f"for (int32_t i = 0; i < {n}; ++i) {out}[i] = {expr};")
+    ctx.block(title, _kernel("add.c", n=n, out=out, terms=" + ".join(f"{s}[i]" for s in srcs)))
     return out
 
 
@@ -429,8 +415,7 @@ def _graph(m: GraphNetwork, ctx: _Ctx, src: str, prefix: str) -> str:
     out = _add(ctx, [vals[a] for a in m.out_sources], m.size_out, f"{prefix}output: sum of inputs")
     if prev:
         body = "\n".join(
-            f"for (int32_t i = 0; i < {m.modules[a].size_out}; ++i) {prev[a]}[i] = {ctx.use(vals[a])}[i];"
-            for a in m.delayed_nodes
+            _kernel("copy.c", n=m.modules[a].size_out, dst=prev[a], src=ctx.use(vals[a])) for a in m.delayed_nodes
         )
         ctx.block(f"{prefix}: outputs read by the next step", body)
     return out
@@ -488,7 +473,7 @@ def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
     out = _module(model, ctx, "x", "")
     n_in, n_out = int(model.size_in), int(model.size_out)
     ctx.use(out)
-    ctx.block("network output", f"for (int32_t i = 0; i < {n_out}; ++i) y[i] = {out}[i];")
+    ctx.block("network output", _kernel("copy.c", n=n_out, dst="y", src=out))
     buffers = ctx.states + [Buffer(b, "float", c, "scratch", (f, last)) for b, (c, f, last) in ctx.scratch.items()]
     notes = (
         "float32 numerics: IEEE single precision, each operation rounded separately (-ffp-contract=off), "

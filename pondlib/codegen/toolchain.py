@@ -14,7 +14,7 @@ the outputs ``(B, T, N_OUT)`` and, with ``record=True``, every state buffer as `
 Example:
     >>> import numpy as np
     >>> from pondlib.cprogram.program import Buffer, build_program
-    >>> prog = build_program("acc", "xylo", constants=[], buffers=[Buffer("total", "int32_t", 1)],
+    >>> prog = build_program("acc", "int32", constants=[], buffers=[Buffer("total", "int32_t", 1)],
     ...                      step_body="total[0] += x[0]; y[0] = total[0];",
     ...                      n_in=1, in_ctype="int32_t", n_out=1, out_ctype="int32_t")
     >>> import tempfile

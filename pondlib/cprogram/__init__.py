@@ -28,6 +28,7 @@ from pondlib.cprogram.program import (
     format_array,
     plan_arena,
 )
+from pondlib.cprogram.templates import render
 
 __all__ = [
     "CTYPES",
@@ -44,4 +45,5 @@ __all__ = [
     "c_identifier",
     "c_literal",
     "format_array",
+    "render",
 ]

@@ -3,7 +3,9 @@ r"""Siracusa numerics as C: int8 GEMM / convolution, RequantShift and the intege
 :func:`emit` turns a :class:`~pondlib.devices.siracusa.config.SiracusaConfig` (what
 ``config_from_specification`` returns, or a mapper ``Specification``) into a
 :class:`~pondlib.cprogram.program.Program` whose step equals
-:class:`~pondlib.devices.siracusa.sim.SiracusaSim` bit for bit: outputs and every recorded value.
+:class:`~pondlib.devices.siracusa.sim.SiracusaSim` bit for bit: outputs and every recorded value. Each kernel
+(GEMM, convolution, RequantShift, LIF, the wrapping helpers) is a small C template in ``templates/`` beside this
+module (:mod:`pondlib.cprogram.templates`); Python computes only the values.
 
 **Input and output.** One step takes the *already quantized* integer input ``x[N_in]`` (quantize floats
 with :func:`~pondlib.devices.siracusa.sim.quantize_input` first, as for the simulator), in the narrowest
@@ -69,12 +71,12 @@ Example (the GEMM + LIF of the simulator's docstring, as C on the host):
 from __future__ import annotations
 
 import re
-import textwrap
 from typing import Any
 
 import numpy as np
 
 from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
+from pondlib.cprogram.templates import render
 from pondlib.devices.siracusa.config import SiracusaConfig, check_constraints
 from pondlib.devices.siracusa.sim import SAFETY_RULES
 from pondlib.devices.siracusa.specification import QLIF, QConv2d, QGemm, QRequant, Specification
@@ -89,22 +91,13 @@ OPTIONS = {"validate": True, "record": False}
 _I32_LO, _I32_HI = -(2**31), 2**31 - 1
 _WHERE = "pondlib.devices.siracusa.codegen.emit"
 
-_HELPERS = {
-    "mul": (
-        "/* a * b modulo 2^32 (1u * keeps the product unsigned whatever the width of int) */\n"
-        "static uint32_t srq_mul(uint32_t a, uint32_t b) { return (uint32_t)(1u * a * b); }\n"
-    ),
-    "i32": (
-        "/* the int32 whose two's-complement bits are u (no implementation-defined conversion) */\n"
-        "static int32_t srq_i32(uint32_t u) {\n"
-        "    return u < 0x80000000u ? (int32_t)u : -(int32_t)(0xFFFFFFFFu - u) - 1;\n"
-        "}\n"
-    ),
-    "asr": (
-        "/* floor(t / 2^s), 0 <= s <= 31: the arithmetic right shift, written portably for negative t */\n"
-        "static int32_t srq_asr(int32_t t, int s) { return t >= 0 ? t >> s : -1 - ((-1 - t) >> s); }\n"
-    ),
-}
+_PACKAGE = __package__  # the kernels of this module live in pondlib/devices/siracusa/templates/
+_HELPER_NAMES = ("mul", "i32", "asr")
+
+
+def _kernel(template: str, **values: Any) -> str:
+    """One kernel's C: the template ``template`` of this chip filled with ``values``."""
+    return render(_PACKAGE, template, **values)
 
 
 def _ctype(lo: int, hi: int) -> str:
@@ -187,6 +180,8 @@ def record_names(model: Any, *, record: bool = True) -> dict[str, str]:
 
 
 class _Emitter:
+    """Collects the flash constants and the helpers the kernels need while they are rendered."""
+
     def __init__(self) -> None:
         self.constants: list[Constant] = []
         self.helpers: set[str] = set()
@@ -206,31 +201,36 @@ class _Emitter:
         self.constants.append(Constant(name, ctype, np.asarray(full, dtype=np.int64)))
         return f"{name}[{index}]"
 
-    def requant(self, i: int, rq: Any, n: int, index: str, src: str, lo_hi: tuple[int, int], indent: str) -> str:
+    def requant(self, i: int, rq: Any, n: int, index: str, src: str, lo_hi: tuple[int, int]) -> str:
         """C statements computing ``int32_t r`` = RequantShift of the int32 value ``src`` (channel ``index``)."""
         self.helpers.update(("mul", "i32"))
-        off = c_literal(int(rq.in_offset) % 2**32, "uint32_t")
         mul = self.param(f"k{i}_mul", rq.mul, n, index, "u32")
         add = self.param(f"k{i}_add", rq.add, n, index, "u32")
-        value = f"(uint32_t){src}" if rq.in_offset == 0 else f"(uint32_t){src} + {off}"
-        lines = [f"uint32_t t = srq_mul({value}, {mul}) + {add};"]
-        lines += self._shift_clamp(rq.shift, lo_hi)
-        return "".join(f"{indent}{line}\n" for line in lines)
+        return _kernel(
+            "requant.c",
+            value=src,
+            has_offset=rq.in_offset != 0,
+            offset=c_literal(int(rq.in_offset) % 2**32, "uint32_t"),
+            mul=mul,
+            add=add,
+            shift_clamp=self.shift_clamp(rq.shift, lo_hi),
+        )
 
-    def _shift_clamp(self, s: int, lo_hi: tuple[int, int]) -> list[str]:
-        lines = []
+    def shift_clamp(self, s: int, lo_hi: tuple[int, int]) -> str:
+        """``int32_t r`` from the uint32 ``t``: round half up, floor shift by ``s``, clamp to ``lo_hi`` (in int32)."""
         if s > 0:
             self.helpers.add("asr")
-            lines.append(f"t += {c_literal(1 << (s - 1), 'uint32_t')};")
-            lines.append(f"int32_t r = srq_asr(srq_i32(t), {s});")
-        else:
-            lines.append("int32_t r = srq_i32(t);")
         lo, hi = max(lo_hi[0], _I32_LO), min(lo_hi[1], _I32_HI)
-        if lo > _I32_LO:
-            lines.append(f"if (r < {c_literal(lo, 'int32_t')}) r = {c_literal(lo, 'int32_t')};")
-        if hi < _I32_HI:
-            lines.append(f"if (r > {c_literal(hi, 'int32_t')}) r = {c_literal(hi, 'int32_t')};")
-        return lines
+        return _kernel(
+            "shift_clamp.c",
+            rounding=s > 0,
+            shift=s,
+            half=c_literal(1 << (s - 1), "uint32_t") if s > 0 else "",
+            lo=c_literal(lo, "int32_t"),
+            hi=c_literal(hi, "int32_t"),
+            clamp_lo=lo > _I32_LO,
+            clamp_hi=hi < _I32_HI,
+        )
 
     def accumulate(self, i: int, wcols: np.ndarray, bias: Any, x_lo_hi: tuple[int, int]) -> tuple[bool, str]:
         """Bias literal/array and whether the exact accumulator stays within int32 (per output column sums
@@ -246,6 +246,10 @@ class _Emitter:
             return True, self.param(f"k{i}_b", b, wcols.shape[0], "o", "int32_t")
         self.helpers.update(("mul", "i32"))
         return False, self.param(f"k{i}_b", b, wcols.shape[0], "o", "u32")
+
+    def helper_code(self) -> str:
+        """The helpers some kernel used, in their order of definition (none: empty)."""
+        return _kernel("helpers.c", **{k: k in self.helpers for k in _HELPER_NAMES})
 
 
 def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
@@ -283,60 +287,79 @@ def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
     return _emit(config, name, record)
 
 
+def _out_range(layer: Any) -> tuple[int, int]:
+    """The value range of a layer's output: spikes, requantized values (within int32) or raw int32 sums."""
+    if isinstance(layer, QLIF):
+        return (0, 1)
+    if isinstance(layer, QRequant) or layer.requant is not None:
+        lo, hi = layer.requant.out_range
+        return (max(lo, _I32_LO), min(hi, _I32_HI))
+    return (_I32_LO, _I32_HI)
+
+
+def _layer_buffers(i: int, layer: Any, keys: dict[str, str], last: bool, buffers: list[Buffer]) -> tuple[str, str]:
+    """Append the buffers of layer ``i`` (its LIF state, output, accumulator record) to ``buffers`` in record
+    order; return where its output goes and the LIF state's C type (``""`` for other layers)."""
+    out_type = _ctype(*_out_range(layer))
+    vtype = ""
+    if isinstance(layer, QLIF):
+        vtype = _lif_state_type(layer)
+        buffers.append(Buffer(keys["v"], vtype, layer.n, "state"))
+    if "out" in keys:  # a recorded output (a LIF's spikes share the buffer of its spikes key)
+        dst = keys["out"]
+        if dst not in {b.name for b in buffers}:
+            buffers.append(Buffer(dst, out_type, layer.n_out, "state"))
+    elif last:
+        dst = "y"
+    else:  # live from this layer to the next: the arena shares it with every other second activation
+        dst = f"h{i}"
+        buffers.append(Buffer(dst, out_type, layer.n_out, "scratch", (i, i + 1)))
+    acc_buf = keys.get("acc")
+    if acc_buf is not None and acc_buf != dst:
+        buffers.append(Buffer(acc_buf, "int32_t", layer.n_out, "state"))
+    return dst, vtype
+
+
+def _layer_code(
+    em: _Emitter, i: int, layer: Any, keys: dict[str, str], src: str, src_range: tuple, dst: str, vtype: str
+) -> str:
+    """The C of layer ``i`` reading ``src`` (values in ``src_range``) and writing ``dst``."""
+    acc_buf = keys.get("acc")
+    if isinstance(layer, QGemm):
+        body = _gemm(em, i, layer, src, src_range, dst, acc_buf)
+    elif isinstance(layer, QConv2d):
+        body = _conv(em, i, layer, src, src_range, dst, acc_buf)
+    elif isinstance(layer, QRequant):
+        out_range = _out_range(layer)
+        body = _kernel(
+            "requant_layer.c",
+            n=layer.n,
+            src=src,
+            dst=dst,
+            out_type=_ctype(*out_range),
+            requant=em.requant(i, layer.requant, layer.n, "n", f"{src}[n]", out_range),
+        )
+    else:
+        body = _lif(em, i, layer, src, dst, keys["v"], vtype)
+    return _kernel("layer.c", i=i, kind=type(layer).__name__, label=repr(layer.name), body=body)
+
+
 def _emit(config: SiracusaConfig, name: str, record: bool) -> Program:
     em = _Emitter()
     buffers: list[Buffer] = []
     body: list[str] = []
-    layout = _record_layout(config, record)
     in_lo, in_hi = config.input_range
     in_ctype = _ctype(in_lo, in_hi)
     src, src_range, src_type = "x", (in_lo, in_hi), in_ctype
     n_layers = len(config.layers)
-    for i, (layer, keys) in enumerate(zip(config.layers, layout)):
-        last = i == n_layers - 1
-        # output value range and C type of this layer
-        if isinstance(layer, QLIF):
-            out_range = (0, 1)
-        elif isinstance(layer, QRequant) or layer.requant is not None:
-            lo, hi = layer.requant.out_range
-            out_range = (max(lo, _I32_LO), min(hi, _I32_HI))
-        else:
-            out_range = (_I32_LO, _I32_HI)
-        out_type = _ctype(*out_range)
-        if isinstance(layer, QLIF):
-            vtype = _lif_state_type(layer)
-            buffers.append(Buffer(keys["v"], vtype, layer.n, "state"))
-        # where the output goes
-        if "out" in keys:
-            dst = keys["out"]
-            if dst not in {b.name for b in buffers}:
-                buffers.append(Buffer(dst, out_type, layer.n_out, "state"))
-        elif last:
-            dst = "y"
-        else:
-            dst = f"h{i}"
-            buffers.append(Buffer(dst, out_type, layer.n_out, "scratch", (i, i + 1)))
-        acc_buf = keys.get("acc")
-        if acc_buf is not None and acc_buf != dst:
-            buffers.append(Buffer(acc_buf, "int32_t", layer.n_out, "state"))
-        code = f"    /* layer {i}: {type(layer).__name__} {layer.name!r} */\n    {{\n"
-        if isinstance(layer, QGemm):
-            code += _gemm(em, i, layer, src, src_range, dst, acc_buf)
-        elif isinstance(layer, QConv2d):
-            code += _conv(em, i, layer, src, src_range, dst, acc_buf)
-        elif isinstance(layer, QRequant):
-            n = layer.n
-            code += f"        for (int32_t n = 0; n < {n}; ++n) {{\n"
-            code += em.requant(i, layer.requant, n, "n", f"{src}[n]", out_range, " " * 12)
-            code += f"            {dst}[n] = ({out_type})r;\n        }}\n"
-        else:
-            code += _lif(em, i, layer, src, dst, keys["v"], vtype)
-        body.append(code + "    }\n")
-        src, src_range, src_type = dst, out_range, out_type
+    for i, (layer, keys) in enumerate(zip(config.layers, _record_layout(config, record))):
+        dst, vtype = _layer_buffers(i, layer, keys, i == n_layers - 1, buffers)
+        body.append(_layer_code(em, i, layer, keys, src, src_range, dst, vtype))
+        src, src_range = dst, _out_range(layer)
+        src_type = _ctype(*src_range)
     n_out = config.layers[-1].n_out if config.layers else config.n_input
     if src != "y":
-        body.append(f"    for (int32_t i = 0; i < {n_out}; ++i) y[i] = ({src_type}){src}[i];\n")
-    helpers = "".join(_HELPERS[k] for k in ("mul", "i32", "asr") if k in em.helpers)
+        body.append(_kernel("output.c", src=src, n=n_out, out_type=src_type))
     names = record_names(config, record=record)
     notes = [
         f"input: the quantized integer input ({in_ctype}, range [{in_lo}, {in_hi}]; use quantize_input)",
@@ -347,12 +370,12 @@ def _emit(config: SiracusaConfig, name: str, record: bool) -> Program:
         "siracusa",
         constants=em.constants,
         buffers=buffers,
-        step_body=textwrap.dedent("".join(body)),
+        step_body="\n".join(body),
         n_in=config.n_input,
         in_ctype=in_ctype,
         n_out=n_out,
         out_ctype=src_type,
-        helpers=helpers,
+        helpers=em.helper_code(),
         notes=notes,
         description=(
             f"Siracusa integer deployment of {len(config.layers)} layer(s): int8 GEMM/convolution with int32 "
@@ -363,22 +386,16 @@ def _emit(config: SiracusaConfig, name: str, record: bool) -> Program:
 
 def _finish_acc(em: _Emitter, i: int, layer: Any, exact: bool, n: int, idx: str, dst: str, acc_buf: str | None) -> str:
     """Statements after the accumulation loop: wrap, record, requantize or store raw."""
-    pad = " " * 12
-    code = "" if exact else f"{pad}const int32_t acc32 = srq_i32(acc);\n"
-    if exact:
-        code += f"{pad}const int32_t acc32 = acc;\n"
+    values: dict[str, Any] = {"exact": exact, "index": idx, "dst": dst, "record_acc": acc_buf is not None}
     if acc_buf is not None:
-        code += f"{pad}{acc_buf}[{idx}] = acc32;\n"
-    if layer.requant is None:
-        if acc_buf != dst:
-            code += f"{pad}{dst}[{idx}] = acc32;\n"
-        return code
-    lo_hi = layer.requant.out_range
-    out_type = _ctype(max(lo_hi[0], _I32_LO), min(lo_hi[1], _I32_HI))
-    code += f"{pad}{{\n"
-    code += em.requant(i, layer.requant, n, "o", "acc32", lo_hi, pad + "    ")
-    code += f"{pad}    {dst}[{idx}] = ({out_type})r;\n{pad}}}\n"
-    return code
+        values["acc_buf"] = acc_buf
+    values["requantize"] = layer.requant is not None
+    values["store_raw"] = layer.requant is None and acc_buf != dst
+    if layer.requant is not None:
+        lo_hi = layer.requant.out_range
+        values["out_type"] = _ctype(max(lo_hi[0], _I32_LO), min(lo_hi[1], _I32_HI))
+        values["requant"] = em.requant(i, layer.requant, n, "o", "acc32", lo_hi)
+    return _kernel("finish.c", **values)
 
 
 def _gemm(em: _Emitter, i: int, layer: QGemm, src: str, src_range: tuple, dst: str, acc_buf: str | None) -> str:
@@ -386,48 +403,39 @@ def _gemm(em: _Emitter, i: int, layer: QGemm, src: str, src_range: tuple, dst: s
     wt = np.ascontiguousarray(layer.weight.T)  # (O, K): contiguous rows per output
     exact, bias = em.accumulate(i, wt, layer.bias, src_range)
     em.constants.append(Constant(f"k{i}_w", "int8_t", wt))
-    w = f"k{i}_w[o * {K} + k]"
-    code = f"        for (int32_t o = 0; o < {O}; ++o) {{\n"
-    if exact:
-        code += f"            int32_t acc = {bias};\n"
-        code += f"            for (int32_t k = 0; k < {K}; ++k) acc += (int32_t){src}[k] * {w};\n"
-    else:
-        code += f"            uint32_t acc = {bias};\n"
-        code += f"            for (int32_t k = 0; k < {K}; ++k) acc += srq_mul((uint32_t){src}[k], (uint32_t){w});\n"
-    code += _finish_acc(em, i, layer, exact, O, "o", dst, acc_buf)
-    return code + "        }\n"
+    finish = _finish_acc(em, i, layer, exact, O, "o", dst, acc_buf)
+    return _kernel("gemm.c", src=src, dst=dst, w=f"k{i}_w", k=K, o=O, exact=exact, bias=bias, finish=finish)
 
 
 def _conv(em: _Emitter, i: int, layer: QConv2d, src: str, src_range: tuple, dst: str, acc_buf: str | None) -> str:
     H, W, C = layer.in_shape
     kh, kw, cg, O = layer.weight.shape
     Ho, Wo, _ = layer.out_shape
-    s, p = layer.stride, layer.padding
-    og = O // layer.groups
     wt = np.ascontiguousarray(np.transpose(layer.weight, (3, 0, 1, 2)))  # (O, kh, kw, cg)
     exact, bias = em.accumulate(i, wt.reshape(O, -1), layer.bias, src_range)
     em.constants.append(Constant(f"k{i}_w", "int8_t", wt))
-    xv = f"{src}[(ih * {W} + iw) * {C} + g * {cg} + c]"
-    wv = f"k{i}_w[((o * {kh} + ki) * {kw} + kj) * {cg} + c]"
-    term = f"(int32_t){xv} * {wv}" if exact else f"srq_mul((uint32_t){xv}, (uint32_t){wv})"
-    code = (
-        f"        for (int32_t oh = 0; oh < {Ho}; ++oh)\n"
-        f"        for (int32_t ow = 0; ow < {Wo}; ++ow)\n"
-        f"        for (int32_t o = 0; o < {O}; ++o) {{\n"
-        f"            const int32_t g = o / {og};\n"
-        f"            {'int32_t' if exact else 'uint32_t'} acc = {bias};\n"
-        f"            for (int32_t ki = 0; ki < {kh}; ++ki) {{\n"
-        f"                const int32_t ih = oh * {s} - {p} + ki;\n"
-        f"                if (ih < 0 || ih >= {H}) continue;\n"
-        f"                for (int32_t kj = 0; kj < {kw}; ++kj) {{\n"
-        f"                    const int32_t iw = ow * {s} - {p} + kj;\n"
-        f"                    if (iw < 0 || iw >= {W}) continue;\n"
-        f"                    for (int32_t c = 0; c < {cg}; ++c) acc += {term};\n"
-        f"                }}\n"
-        f"            }}\n"
+    finish = _finish_acc(em, i, layer, exact, O, f"(oh * {Wo} + ow) * {O} + o", dst, acc_buf)
+    return _kernel(
+        "conv.c",
+        src=src,
+        dst=dst,
+        wt=f"k{i}_w",
+        h=H,
+        w=W,
+        c=C,
+        ho=Ho,
+        wo=Wo,
+        o=O,
+        og=O // layer.groups,
+        kh=kh,
+        kw=kw,
+        cg=cg,
+        stride=layer.stride,
+        pad=layer.padding,
+        exact=exact,
+        bias=bias,
+        finish=finish,
     )
-    code += _finish_acc(em, i, layer, exact, O, f"(oh * {Wo} + ow) * {O} + o", dst, acc_buf)
-    return code + "        }\n"
 
 
 def _lif_state_type(layer: QLIF) -> str:
@@ -439,6 +447,20 @@ def _lif_state_type(layer: QLIF) -> str:
     return "int32_t"
 
 
+def _spike_condition(em: _Emitter, i: int, layer: QLIF, lo: int, hi: int) -> str:
+    """The C condition ``z`` on the clamped state ``r``: spike iff r >= thr_ge, thr_ge clipped to [lo, hi + 1]
+    (always / never at the ends, where the comparison is decided at generation)."""
+    thr = np.asarray(layer.threshold, dtype=object).reshape(-1)
+    thr_ge = np.array([int(t) + (1 if layer.compare == ">" else 0) for t in thr], dtype=object)
+    thr_ge = np.array([min(max(int(t), lo), hi + 1) for t in thr_ge], dtype=object)
+    if all(t == thr_ge[0] for t in thr_ge):
+        t0 = int(thr_ge[0])
+        return "1" if t0 <= lo else ("0" if t0 > hi else f"r >= {c_literal(t0, 'int32_t')}")
+    ctype = "int32_t" if int(max(thr_ge)) <= _I32_HI else "int64_t"
+    em.constants.append(Constant(f"k{i}_thr", ctype, np.asarray(thr_ge, dtype=np.int64)))
+    return f"r >= k{i}_thr[n]" if ctype == "int32_t" else f"(int64_t)r >= k{i}_thr[n]"
+
+
 def _lif(em: _Emitter, i: int, layer: QLIF, src: str, dst: str, vbuf: str, vtype: str) -> str:
     n = layer.n
     em.helpers.update(("mul", "i32"))
@@ -446,24 +468,21 @@ def _lif(em: _Emitter, i: int, layer: QLIF, src: str, dst: str, vbuf: str, vtype
     inm = em.param(f"k{i}_inm", layer.in_mul, n, "n", "u32")
     add = em.param(f"k{i}_ladd", layer.add, n, "n", "u32")
     lo, hi = max(layer.state_range[0], _I32_LO), min(layer.state_range[1], _I32_HI)
-    # spike iff v >= thr_ge over v in [lo, hi]: clip thr_ge to [lo, hi + 1] (always / never at the ends)
-    thr = np.asarray(layer.threshold, dtype=object).reshape(-1)
-    thr_ge = np.array([int(t) + (1 if layer.compare == ">" else 0) for t in thr], dtype=object)
-    thr_ge = np.array([min(max(int(t), lo), hi + 1) for t in thr_ge], dtype=object)
-    if all(t == thr_ge[0] for t in thr_ge):
-        t0 = int(thr_ge[0])
-        cond = "1" if t0 <= lo else ("0" if t0 > hi else f"r >= {c_literal(t0, 'int32_t')}")
-    else:
-        ctype = "int32_t" if int(max(thr_ge)) <= _I32_HI else "int64_t"
-        em.constants.append(Constant(f"k{i}_thr", ctype, np.asarray(thr_ge, dtype=np.int64)))
-        cond = f"r >= k{i}_thr[n]" if ctype == "int32_t" else f"(int64_t)r >= k{i}_thr[n]"
-    if layer.reset == "zero":
-        reset = "r = 0;"
-    else:
-        thru = em.param(f"k{i}_thru", layer.threshold, n, "n", "u32")
-        reset = f"r = srq_i32((uint32_t)r - {thru});"
-    lines = [f"uint32_t t = srq_mul((uint32_t){vbuf}[n], {beta}) + srq_mul((uint32_t){src}[n], {inm});", f"t += {add};"]
-    lines += em._shift_clamp(layer.shift, (lo, hi))
-    lines += [f"const int z = {cond};", f"if (z) {reset}", f"{vbuf}[n] = ({vtype})r;", f"{dst}[n] = (uint8_t)z;"]
-    body = "".join(f"            {line}\n" for line in lines)
-    return f"        for (int32_t n = 0; n < {n}; ++n) {{\n{body}        }}\n"
+    spike = _spike_condition(em, i, layer, lo, hi)
+    reset_zero = layer.reset == "zero"
+    thr = "" if reset_zero else em.param(f"k{i}_thru", layer.threshold, n, "n", "u32")
+    return _kernel(
+        "lif.c",
+        n=n,
+        src=src,
+        dst=dst,
+        v=vbuf,
+        v_type=vtype,
+        beta=beta,
+        in_mul=inm,
+        add=add,
+        shift_clamp=em.shift_clamp(layer.shift, (lo, hi)),
+        spike=spike,
+        reset_zero=reset_zero,
+        thr=thr,
+    )

@@ -3,7 +3,9 @@ r"""SpiNNaker2 numerics as C: the per-PE float32 LIF update with 16-bit synapse 
 :func:`emit` takes either a :class:`~pondlib.devices.spinnaker2.config.SpiNNaker2Config` (the SNN path, what
 ``config_from_specification(mapper(net))`` returns) or a :class:`~pondlib.devices.spinnaker2.dnn.DNNConfig`
 (the DNN path, what ``dnn_mapper`` returns), and writes C whose every output and recorded state equals the
-simulators of :mod:`pondlib.devices.spinnaker2.sim` bit for bit.
+simulators of :mod:`pondlib.devices.spinnaker2.sim` bit for bit. Each kernel (a population's update, a block of
+synapse rows, an MLA layer, the multiply-add) is a small C template in ``templates/`` beside this module
+(:mod:`pondlib.cprogram.templates`); Python computes only the values.
 
 **SNN** (``SpiNNaker2Sim``). One C step is one tick. Input ``x`` (``int32_t``, ``n_input``): spike counts of the
 input sources at this tick; output ``y`` (``int32_t``, ``N_out``): the output population's spikes (0/1). Per
@@ -84,6 +86,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_literal
+from pondlib.cprogram.templates import render
 from pondlib.devices.spinnaker2.config import SpiNNaker2Config, decode_words, validate_config
 from pondlib.devices.spinnaker2.dnn import DNNConfig
 from pondlib.devices.spinnaker2.specification import NEURON_MODELS, LIFOptions
@@ -229,34 +232,16 @@ def _check_record(record: Any) -> bool:
 # ------------------------------------------------------------------------------------------------
 # SNN
 # ------------------------------------------------------------------------------------------------
-_MUL_ADD_PLAIN = """static float s2_mul_add(float a, float b, float c)
-{
-    const float p = a * b; /* rounded to float32 */
-    return p + c;          /* rounded again */
-}"""
-
-_MUL_ADD_FMA = """/* fmaf(a, b, c) with one rounding, without libm: the double product is exact (24 + 24 bits),
- * the double sum and its exact error (TwoSum), round to odd in double, then one rounding to float. */
-static float s2_mul_add(float a, float b, float c)
-{
-    const double p = (double)a * (double)b;
-    const double cd = (double)c;
-    double s = p + cd;
-    const double bp = s - p;
-    const double e = (p - (s - bp)) + (cd - bp);
-    if (e != 0.0) {
-        uint64_t bits;
-        memcpy(&bits, &s, sizeof bits);
-        if ((bits & 1u) == 0u) {
-            if ((e > 0.0) == (s > 0.0)) bits += 1u; else bits -= 1u;
-            memcpy(&s, &bits, sizeof s);
-        }
-    }
-    return (float)s;
-}"""
+_PACKAGE = __package__  # the kernels of this module live in pondlib/devices/spinnaker2/templates/
 
 
-def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> Program:
+def _kernel(template: str, **values: Any) -> str:
+    """One kernel's C: the template ``template`` of this chip filled with ``values``."""
+    return render(_PACKAGE, template, **values)
+
+
+def _check_snn(config: SpiNNaker2Config, opts: Any) -> LIFOptions:
+    """The options to emit with (``config.options`` unless given); a valid configuration, else the error."""
     problems = validate_config(config)
     if problems:
         raise CodegenError(
@@ -272,18 +257,14 @@ def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> P
             limit="a valid LIFOptions (compare '>'/'>=', reset 'subtract'/'to_v_reset', fma bool, order)",
             where="pondlib.devices.spinnaker2.codegen.emit",
         )
-    model = NEURON_MODELS[config.neuron_model]
-    fmt = model.word
-    D = fmt.max_delay + 2
-    pops = list(config.populations)
-    prefixes = _c_names([p.name for p in pops], _POP_SUFFIXES, _SNN_RESERVED)
-    cname = {p.name: c for p, c in zip(pops, prefixes)}
-    size = {p.name: int(p.size) for p in pops}
-    sizes = {"input": int(config.n_input), **size}
+    return opts
 
-    # Synapse rows of every PE, grouped by (source, target population).
+
+def _synapse_groups(config: SpiNNaker2Config, fmt: Any) -> dict[tuple[int, str], list[tuple[int, int, np.ndarray]]]:
+    """The synapse rows of every PE grouped by (source, target population): ``(source neuron, slice start,
+    words)``; refuses a population whose slot sums could overflow ``int64_t``."""
     groups: dict[tuple[int, str], list[tuple[int, int, np.ndarray]]] = {}
-    col = {p.name: np.zeros((2, p.size), dtype=object) for p in pops}  # |w| sums from input / populations
+    col = {p.name: np.zeros((2, p.size), dtype=object) for p in config.populations}  # |w| from input / populations
     for pe in config.pes:
         ptr = np.asarray(pe.row_ptr, dtype=np.int64)
         words = np.asarray(pe.words, dtype=np.uint16)
@@ -295,26 +276,28 @@ def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> P
             for wi, ii in zip(w.tolist(), idx.tolist()):
                 col[pe.population][0 if src == 0 else 1, pe.start + ii] += abs(wi)
     # Worst case per target and slot: every input at int32 max, every population neuron spiking.
-    for p in pops:
+    for p in config.populations:
         worst = max((int(a) * (2**31 - 1) + int(b) for a, b in zip(col[p.name][0], col[p.name][1])), default=0)
         if worst > _INT64_MAX:
             raise ConstraintError(
                 [
                     Violation(
-                        "snn_sum_int64",
-                        p.name,
-                        worst,
-                        _INT64_MAX,
-                        "use fewer or smaller synapses into the population",
+                        "snn_sum_int64", p.name, worst, _INT64_MAX, "use fewer or smaller synapses into the population"
                     )
                 ],
                 device="spinnaker2 C code generation",
             )
+    return groups
 
+
+def _synapse_tables(config: SpiNNaker2Config, groups: dict) -> tuple[list[Constant], list[tuple[str, str, int, int]]]:
+    """The flash tables of every synapse row (``syn_words``, ``syn_ptr``, ``syn_pre``, ``syn_base``), rows
+    ordered by source then target, and the blocks ``(source, target, first row, end row)``."""
+    order = [p.name for p in config.populations]
     words_all: list[np.ndarray] = []
     ptr_all, pre_all, base_all = [0], [], []
-    blocks: list[tuple[str, str, int, int]] = []  # (source, target, first row, end row)
-    for (src, tgt), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], [p.name for p in pops].index(kv[0][1]))):
+    blocks: list[tuple[str, str, int, int]] = []
+    for (src, tgt), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]))):
         first = len(pre_all)
         for neuron, start, row in rows:
             words_all.append(row)
@@ -322,102 +305,121 @@ def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> P
             pre_all.append(neuron)
             base_all.append(start)
         blocks.append((config.sources[src], tgt, first, len(pre_all)))
+    if not pre_all:
+        return [], blocks
+    constants = [
+        Constant("syn_words", "uint16_t", np.concatenate(words_all).astype(np.int64)),
+        Constant("syn_ptr", "int32_t", ptr_all),
+        Constant("syn_pre", "int32_t", pre_all),
+        Constant("syn_base", "int32_t", base_all),
+    ]
+    return constants, blocks
 
+
+def _population_memory(
+    p: Any, c: str, model: Any, opts: LIFOptions, slots: int, record: bool
+) -> tuple[list[Constant], list[Buffer]]:
+    """One population's float32 parameters and refractory periods (flash) and its state (RAM)."""
+    arrs = p.chip_arrays()
+    fields = ["threshold", "alpha", "i_offset"]
+    if opts.reset == "to_v_reset":
+        fields.append("v_reset")
+    if model.has_current:
+        fields += ["exc_decay", "inh_decay"]
+    constants = [Constant(f"{c}_{f}", "float", arrs[f].astype(np.float32)) for f in fields]
+    constants.append(Constant(f"{c}_t_refrac", "int32_t", arrs["t_refrac"].astype(np.int64)))
+    n = int(p.size)
+    buffers = [
+        Buffer(f"{c}_v", "float", n),
+        Buffer(f"{c}_i_exc", "float", n),
+        Buffer(f"{c}_i_inh", "float", n),
+        Buffer(f"{c}_refrac", "int32_t", n),
+        Buffer(f"{c}_buf_exc", "int64_t", slots * n),
+        Buffer(f"{c}_buf_inh", "int64_t", slots * n),
+        Buffer(f"{c}_spikes", "int32_t", n),
+    ]
+    if record:
+        buffers += [Buffer(f"{c}_i_syn", "float", n), Buffer(f"{c}_input", "int64_t", n)]
+    return constants, buffers
+
+
+def _word_layout(fmt: Any) -> str:
+    """The bit fields of a synapse word, for a comment."""
+    ib, ws = fmt.index_bits, fmt.weight_shift
+    delay = f", delay bits {ib}..{fmt.inh_shift - 1}" if fmt.max_delay else ""
+    tail = f"inhibitory bit {fmt.inh_shift}, |w| bits {ws}..{fmt.bits - 1}"
+    return f"{fmt.bits} bits: target index bits 0..{ib - 1}{delay}, {tail}"
+
+
+def _snn_step(
+    config: SpiNNaker2Config, cname: dict[str, str], model: Any, opts: LIFOptions, record: bool, blocks
+) -> str:
+    """One tick: the slot, every population's update (update order), every block of synapse rows, the output."""
+    fmt = model.word
+    slots = fmt.max_delay + 2
+    size = {p.name: int(p.size) for p in config.populations}
+    body = [_kernel("snn_slot.c", slots=slots, max_delay=fmt.max_delay)]
+    for p in config.populations:
+        body.append(
+            _kernel(
+                "snn_population.c",
+                p=cname[p.name],
+                label=repr(p.name),
+                n=size[p.name],
+                slots=slots,
+                current=bool(model.has_current),
+                input_first=opts.order == "input_first",
+                compare=">=" if opts.compare == ">=" else ">",
+                reset_to_v_reset=opts.reset == "to_v_reset",
+                record=record,
+            )
+        )
+    sizes = {"input": int(config.n_input), **size}
+    for src, tgt, r0, r1 in blocks:
+        body.append(
+            _kernel(
+                "snn_projection.c",
+                label=f"{src!r} into {tgt!r}",
+                n_source=sizes[src],
+                p=cname[tgt],
+                n=size[tgt],
+                slots=slots,
+                r0=r0,
+                r1=r1,
+                last=r1 - 1,
+                source="x" if src == "input" else f"{cname[src]}_spikes",
+                word_layout=_word_layout(fmt),
+                delays=bool(fmt.max_delay),
+                index_bits=fmt.index_bits,
+                delay_mask=fmt.max_delay,
+                index_mask=(1 << fmt.index_bits) - 1,
+                weight_shift=fmt.weight_shift,
+                max_weight=fmt.max_weight,
+                inh_shift=fmt.inh_shift,
+            )
+        )
+    body.append(_kernel("snn_output.c", p=cname[config.output], n=size[config.output]))
+    return "\n".join(body)
+
+
+def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> Program:
+    opts = _check_snn(config, opts)
+    model = NEURON_MODELS[config.neuron_model]
+    fmt = model.word
+    slots = fmt.max_delay + 2
+    pops = list(config.populations)
+    cname = dict(zip([p.name for p in pops], _c_names([p.name for p in pops], _POP_SUFFIXES, _SNN_RESERVED)))
+    syn_constants, blocks = _synapse_tables(config, _synapse_groups(config, fmt))
     constants: list[Constant] = []
     buffers: list[Buffer] = []
-    reset_sub = opts.reset == "to_v_reset"
     for p in pops:
-        c = cname[p.name]
-        arrs = p.chip_arrays()
-        fields = ["threshold", "alpha", "i_offset"]
-        if reset_sub:
-            fields.append("v_reset")
-        if model.has_current:
-            fields += ["exc_decay", "inh_decay"]
-        for f in fields:
-            constants.append(Constant(f"{c}_{f}", "float", arrs[f].astype(np.float32)))
-        constants.append(Constant(f"{c}_t_refrac", "int32_t", arrs["t_refrac"].astype(np.int64)))
-        n = size[p.name]
-        buffers += [
-            Buffer(f"{c}_v", "float", n),
-            Buffer(f"{c}_i_exc", "float", n),
-            Buffer(f"{c}_i_inh", "float", n),
-            Buffer(f"{c}_refrac", "int32_t", n),
-            Buffer(f"{c}_buf_exc", "int64_t", D * n),
-            Buffer(f"{c}_buf_inh", "int64_t", D * n),
-            Buffer(f"{c}_spikes", "int32_t", n),
-        ]
-        if record:
-            buffers += [Buffer(f"{c}_i_syn", "float", n), Buffer(f"{c}_input", "int64_t", n)]
+        pc, pb = _population_memory(p, cname[p.name], model, opts, slots, record)
+        constants += pc
+        buffers += pb
     buffers.append(Buffer("tick", "int64_t", 1))
-    if pre_all:
-        constants += [
-            Constant("syn_words", "uint16_t", np.concatenate(words_all).astype(np.int64)),
-            Constant("syn_ptr", "int32_t", ptr_all),
-            Constant("syn_pre", "int32_t", pre_all),
-            Constant("syn_base", "int32_t", base_all),
-        ]
-
-    cmp = ">=" if opts.compare == ">=" else ">"
-    body = [f"const int32_t slot = (int32_t)(tick[0] % {D});"]
-    for p in pops:
-        c, n = cname[p.name], size[p.name]
-        first, second = ("cur", f"{c}_i_offset[n]") if opts.order == "input_first" else (f"{c}_i_offset[n]", "cur")
-        body.append(f"/* population {p.name!r}: {n} neurons */")
-        body.append(f"for (int32_t n = 0; n < {n}; ++n) {{")
-        body.append(f"    const int64_t e = {c}_buf_exc[slot * {n} + n], h = {c}_buf_inh[slot * {n} + n];")
-        body.append(f"    {c}_buf_exc[slot * {n} + n] = 0;")
-        body.append(f"    {c}_buf_inh[slot * {n} + n] = 0;")
-        if model.has_current:
-            body.append(f"    {c}_i_exc[n] = s2_mul_add({c}_exc_decay[n], {c}_i_exc[n], (float)e);")
-            body.append(f"    {c}_i_inh[n] = s2_mul_add({c}_inh_decay[n], {c}_i_inh[n], (float)h);")
-            body.append(f"    const float cur = {c}_i_exc[n] - {c}_i_inh[n];")
-        else:
-            body.append("    const float cur = (float)(e - h);")
-        body.append("    int32_t s = 0;")
-        body.append(f"    if ({c}_refrac[n] == 0) {{")
-        body.append(f"        float vn = s2_mul_add({c}_alpha[n], {c}_v[n], {first}) + {second};")
-        body.append(f"        s = vn {cmp} {c}_threshold[n];")
-        body.append("        if (s) {")
-        body.append(f"            vn = {c}_v_reset[n];" if reset_sub else f"            vn = vn - {c}_threshold[n];")
-        body.append(f"            {c}_refrac[n] = {c}_t_refrac[n];")
-        body.append("        }")
-        body.append(f"        {c}_v[n] = vn;")
-        body.append("    } else {")
-        body.append(f"        {c}_refrac[n] -= 1;")
-        body.append("    }")
-        body.append(f"    {c}_spikes[n] = s;")
-        if record:
-            body.append(f"    {c}_i_syn[n] = cur;")
-            body.append(f"    {c}_input[n] = e - h;")
-        else:
-            body.append("    (void)cur;")
-        body.append("}")
-    dmask = fmt.max_delay
-    for src, tgt, r0, r1 in blocks:
-        c, n = cname[tgt], size[tgt]
-        count = "(int64_t)x[syn_pre[r]]" if src == "input" else f"(int64_t){cname[src]}_spikes[syn_pre[r]]"
-        at = f"(slot + 1 + (int32_t)((w >> {fmt.index_bits}) & {dmask}u)) % {D}" if dmask else f"(slot + 1) % {D}"
-        body += [
-            f"/* spikes of {src!r} into {tgt!r} ({sizes[src]} sources): rows {r0}..{r1 - 1} */",
-            f"for (int32_t r = {r0}; r < {r1}; ++r) {{",
-            f"    const int64_t cnt = {count};",
-            "    if (cnt == 0) continue;",
-            "    for (int32_t k = syn_ptr[r]; k < syn_ptr[r + 1]; ++k) {",
-            "        const uint32_t w = syn_words[k];",
-            f"        const int32_t at = {at};",
-            f"        const int32_t idx = at * {n} + syn_base[r] + (int32_t)(w & {(1 << fmt.index_bits) - 1}u);",
-            f"        const int64_t m = cnt * (int64_t)((w >> {fmt.weight_shift}) & {fmt.max_weight}u);",
-            f"        if ((w >> {fmt.inh_shift}) & 1u) {c}_buf_inh[idx] += m; else {c}_buf_exc[idx] += m;",
-            "    }",
-            "}",
-        ]
-    out = cname[config.output]
-    body.append(f"for (int32_t n = 0; n < {size[config.output]}; ++n) y[n] = {out}_spikes[n];")
-    body.append("tick[0] += 1;")
-    helpers = _MUL_ADD_FMA if opts.fma else _MUL_ADD_PLAIN
     notes = (
-        f"neuron model {config.neuron_model}: {fmt.bits}-bit synapse words, delays 0..{fmt.max_delay}, {D} ring slots",
+        f"neuron model {config.neuron_model}: {fmt.bits}-bit synapse words, delays 0..{fmt.max_delay}, "
+        f"{slots} ring slots",
         f"options: compare {opts.compare!r}, reset {opts.reset!r}, fma {opts.fma}, order {opts.order!r}",
         "input counts must be non-negative and within the simulator's max_input_count (then every sum is exact)",
         "recorded buffers are named <population>_<key>; pondlib.devices.spinnaker2.codegen.record_names maps "
@@ -426,14 +428,14 @@ def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> P
     return build_program(
         name,
         "spinnaker2",
-        constants=constants,
+        constants=constants + syn_constants,
         buffers=buffers,
-        step_body="\n".join(body),
+        step_body=_snn_step(config, cname, model, opts, record, blocks),
         n_in=int(config.n_input),
         in_ctype="int32_t",
-        n_out=size[config.output],
+        n_out=int(next(p.size for p in pops if p.name == config.output)),
         out_ctype="int32_t",
-        helpers=helpers,
+        helpers=_kernel("mul_add_fma.c" if opts.fma else "mul_add_plain.c"),
         notes=notes,
         description="A SpiNNaker2 spiking network: the float32 per-PE LIF update of the Cortex-M4F, 16-bit synapse "
         "words and delay ring buffers, bit-identical to pondlib's SpiNNaker2Sim.",
@@ -443,7 +445,9 @@ def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> P
 # ------------------------------------------------------------------------------------------------
 # DNN
 # ------------------------------------------------------------------------------------------------
-def _emit_dnn(config: DNNConfig, name: str, overflow: Any, record: bool) -> Program:
+def _check_dnn(config: DNNConfig, overflow: Any) -> tuple[str, bool]:
+    """The overflow mode (``config.overflow`` unless given) and whether the C needs the ``overflow`` flag (an
+    ``error``-mode accumulator that can leave ``acc_bits``); refuses an accumulator that could leave int64."""
     problems = config.problems()
     if problems:
         raise CodegenError(
@@ -454,16 +458,10 @@ def _emit_dnn(config: DNNConfig, name: str, overflow: Any, record: bool) -> Prog
     overflow = config.overflow if overflow is None else overflow
     if not isinstance(overflow, str) or overflow not in ("error", "wrap"):
         raise CodegenError("option overflow", value=overflow, limit="'error' or 'wrap'", where="spinnaker2.emit")
-    acc_bits = int(config.acc_bits)
-    layers = list(config.layers)
-    prefixes = _c_names([layer.name for layer in layers], _LAYER_SUFFIXES, ("overflow",))
-    constants: list[Constant] = []
-    buffers: list[Buffer] = []
-    body: list[str] = []
+    hi = (1 << (int(config.acc_bits) - 1)) - 1
     check = False
     violations = []
-    lo, hi = -(1 << (acc_bits - 1)), (1 << (acc_bits - 1)) - 1
-    for layer in layers:
+    for layer in config.layers:
         w = np.asarray(layer.weights, dtype=np.int64)
         b = np.asarray(layer.bias, dtype=np.int64)
         worst = 128 * np.abs(w).sum(axis=0, dtype=object) + np.abs(b).astype(object)
@@ -474,51 +472,65 @@ def _emit_dnn(config: DNNConfig, name: str, overflow: Any, record: bool) -> Prog
             check = True
     if violations:
         raise ConstraintError(violations, device="spinnaker2 C code generation")
-    if check:
-        buffers.append(Buffer("overflow", "int32_t", 1))
-        body.append("overflow[0] = 0;")
+    return overflow, check
+
+
+def _dnn_layer(layer: Any, c: str, src: str, dst: str, acc_bits: int, overflow: str, check: bool, record: bool) -> str:
+    """One layer's C (``dnn_layer.c``) reading ``src``, writing ``dst``."""
+    K, N = layer.weights.shape
+    lo, hi = -(1 << (acc_bits - 1)), (1 << (acc_bits - 1)) - 1
+    s = int(layer.shift)
+    return _kernel(
+        "dnn_layer.c",
+        label=repr(layer.name),
+        src=src,
+        dst=dst,
+        k=K,
+        n=N,
+        w=f"{c}_w",
+        b=f"{c}_b",
+        shift=s,
+        relu_text=str(bool(layer.relu)),
+        wrap=overflow == "wrap",
+        half=c_literal(1 << (acc_bits - 1), "int64_t"),
+        mask=f"{(1 << acc_bits) - 1}ull",
+        acc_bits=acc_bits,
+        check=overflow != "wrap" and check,
+        lo=c_literal(lo, "int64_t"),
+        hi=c_literal(hi, "int64_t"),
+        shift_nonzero=s != 0,
+        relu=bool(layer.relu),
+        record=record,
+        acc_buf=f"{c}_acc",
+    )
+
+
+def _emit_dnn(config: DNNConfig, name: str, overflow: Any, record: bool) -> Program:
+    overflow, check = _check_dnn(config, overflow)
+    acc_bits = int(config.acc_bits)
+    layers = list(config.layers)
+    prefixes = _c_names([layer.name for layer in layers], _LAYER_SUFFIXES, ("overflow",))
+    constants: list[Constant] = []
+    buffers: list[Buffer] = [Buffer("overflow", "int32_t", 1)] if check else []
+    body: list[str] = [_kernel("dnn_overflow_reset.c")] if check else []
     src = "x"
     for i, (layer, c) in enumerate(zip(layers, prefixes)):
-        K, N = layer.weights.shape
-        last = i == len(layers) - 1
+        N = int(layer.weights.shape[1])
         constants.append(Constant(f"{c}_w", "int8_t", np.asarray(layer.weights, dtype=np.int64)))
         constants.append(Constant(f"{c}_b", "int32_t", np.asarray(layer.bias, dtype=np.int64)))
-        if record:
+        if record:  # every layer's activations and accumulators are recorded state
             buffers += [Buffer(f"{c}_acc", "int64_t", N), Buffer(f"{c}_y", "int8_t", N)]
             dst = f"{c}_y"
-        elif last:
+        elif i == len(layers) - 1:
             dst = "y"
-        else:
+        else:  # live from this layer to the next: the arena alternates two regions
             dst = f"{c}_y"
             buffers.append(Buffer(dst, "int8_t", N, "scratch", (i, i + 1)))
-        body.append(f"/* layer {layer.name!r}: {K} -> {N}, shift {layer.shift}, relu {bool(layer.relu)} */")
-        body.append(f"for (int32_t n = 0; n < {N}; ++n) {{")
-        body.append(f"    int64_t acc = (int64_t){c}_b[n];")
-        body.append(
-            f"    for (int32_t k = 0; k < {K}; ++k) acc += (int64_t)((int32_t){src}[k] * (int32_t){c}_w[k * {N} + n]);"
-        )
-        if overflow == "wrap":
-            half = c_literal(1 << (acc_bits - 1), "int64_t")
-            mask = f"{(1 << acc_bits) - 1}ull"
-            body.append(f"    acc = (int64_t)(((uint64_t)acc + (uint64_t){half}) & {mask}) - {half};")
-        elif check:
-            body.append(
-                f"    if (acc < {c_literal(lo, 'int64_t')} || acc > {c_literal(hi, 'int64_t')}) overflow[0] = 1;"
-            )
-        s = int(layer.shift)
-        body.append(f"    int64_t q = acc < 0 ? ~((~acc) >> {s}) : acc >> {s};" if s else "    int64_t q = acc;")
-        body.append("    if (q > 127) q = 127;")
-        body.append("    if (q < -128) q = -128;")
-        if layer.relu:
-            body.append("    if (q < 0) q = 0;")
-        body.append(f"    {dst}[n] = (int8_t)q;")
-        if record:
-            body.append(f"    {c}_acc[n] = acc;")
-        body.append("}")
+        body.append(_dnn_layer(layer, c, src, dst, acc_bits, overflow, check, record))
         src = dst
     n_out = int(layers[-1].weights.shape[1])
     if record:
-        body.append(f"for (int32_t n = 0; n < {n_out}; ++n) y[n] = {src}[n];")
+        body.append(_kernel("dnn_output.c", src=src, n=n_out))
     notes = (
         f"int8 MLA layers, int64 accumulation, acc_bits {acc_bits}, overflow {overflow!r}",
         "column tiles (worker PEs) do not change any value and are computed as one loop",

@@ -1,7 +1,9 @@
 r"""The ``xylo`` numerics: a :class:`~pondlib.devices.xylo.config.XyloConfig` as C11, bit-exact with ``XyloSim``.
 
 :func:`emit` turns every register of the Xylo core into ``static const`` arrays and one step function whose
-integer dynamics are exactly those of :class:`pondlib.devices.xylo.sim.XyloSim` (``docs/XYLO.md``).
+integer dynamics are exactly those of :class:`pondlib.devices.xylo.sim.XyloSim` (``docs/XYLO.md``). Each phase
+of the step and each weight layout is a small C template in ``templates/`` beside this module
+(:mod:`pondlib.cprogram.templates`); Python computes only the values (sizes, names, the chosen variants).
 
 Equations of one step ``t`` (integers only; ``sat16`` clamps to [-32768, 32767], ``wrap16`` is
 two's-complement narrowing to 16 bits, ``decay(v, d) = floor(v / 2**d)`` replaced by ``sign(v)`` when it is
@@ -74,6 +76,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.program import Buffer, Constant, Program, build_program
+from pondlib.cprogram.templates import render
 from pondlib.devices.xylo.config import XyloConfig, validate_config
 from pondlib.errors import CodegenError, ConstraintError, Violation
 
@@ -87,35 +90,12 @@ _MAX_SPIKES = 31  # 5-bit hidden spike counter
 _I16 = (-32768, 32767)
 _I32_MAX = 2**31 - 1
 
-_HELPERS = r"""
-/* Saturate to the 16-bit registers. */
-static inline int32_t xy_sat16(int32_t v)
-{
-    return v > 32767 ? 32767 : (v < -32768 ? -32768 : v);
-}
+_PACKAGE = __package__  # the kernels of this module live in pondlib/devices/xylo/templates/
 
-/* Two's-complement narrowing to 16 bits, portable (no implementation-defined conversion). */
-static inline int32_t xy_wrap16(int32_t v)
-{
-    return (int32_t)(((uint32_t)v + 32768u) & 0xFFFFu) - 32768;
-}
 
-/* Bit-shift decay: floor(v / 2^d) for -32768 <= v <= 32767, 0 <= d <= 15, shifting only a non-negative
- * value (65536 is a multiple of 2^d, so the offset cancels exactly); 0 becomes sign(v). */
-static inline int32_t xy_decay(int32_t v, int32_t d)
-{
-    int32_t r = (int32_t)(((uint32_t)(v + 65536)) >> d) - (int32_t)(65536u >> d);
-    if (r == 0) r = (v > 0) - (v < 0);
-    return r;
-}
-
-/* dv = wrap16(-decay(v, d)): only -(-32768) = 32768 wraps (to -32768). */
-static inline int32_t xy_leak(int32_t v, int32_t d)
-{
-    int32_t dv = -xy_decay(v, d);
-    return dv == 32768 ? -32768 : dv;
-}
-"""
+def _kernel(template: str, **values: Any) -> str:
+    """One kernel's C: the template ``template`` of this chip filled with ``values``."""
+    return render(_PACKAGE, template, **values)
 
 
 def delivered_weights(w: Any, shift: int) -> np.ndarray:
@@ -164,22 +144,8 @@ class _Projection:
         """C statements adding ``m * W[j, :]`` to the target with 16-bit saturation."""
         if self.empty:
             return ""
-        t, tag = self.target, self.tag
-        if self.dense:
-            return (
-                f"{{ const int16_t *w = &w_{tag}[(size_t){j} * {self.n_post}];\n"
-                f"  for (int32_t i = 0; i < {self.n_post}; ++i) {t}[i] = (int16_t)xy_sat16({t}[i] + {m} * w[i]); }}\n"
-            )
-        return (
-            f"for (int32_t p = w_{tag}_ptr[{j}]; p < w_{tag}_ptr[{j} + 1]; ++p) {{\n"
-            f"    const int32_t i = w_{tag}_post[p];\n"
-            f"    {t}[i] = (int16_t)xy_sat16({t}[i] + {m} * w_{tag}_w[p]);\n}}\n"
-        )
-
-
-def _indent(code: str, n: int) -> str:
-    pad = " " * n
-    return "".join(pad + line if line.strip() else line for line in code.splitlines(keepends=True))
+        template = "project_dense.c" if self.dense else "project_events.c"
+        return _kernel(template, w=f"w_{self.tag}", target=self.target, j=j, m=m, n_post=self.n_post)
 
 
 def _check_widths(config: XyloConfig) -> None:
@@ -207,20 +173,8 @@ def _check_widths(config: XyloConfig) -> None:
         raise ConstraintError(violations, device="xylo C codegen")
 
 
-def emit(model: Any, *, name: str = "net", layout: str = "auto", **options: Any) -> Program:
-    """Emit a ``XyloConfig`` as a C program with exactly ``XyloSim``'s integer dynamics (module docstring).
-
-    Args:
-        model: a :class:`~pondlib.devices.xylo.config.XyloConfig`, valid for its ``limits_name``.
-        name: the C prefix of every symbol and the file stem.
-        layout: ``"auto"``, ``"dense"`` or ``"sparse"``: how weight matrices are stored and traversed
-            (see :data:`LAYOUTS`; results are identical, only speed and flash differ).
-
-    Raises:
-        CodegenError: ``model`` is not a ``XyloConfig``, is invalid (every problem listed), an unknown option
-            or a bad ``layout``/``name``.
-        ConstraintError: a value that would overflow the generated C types.
-    """
+def _check_model(model: Any, layout: Any, options: dict[str, Any]) -> XyloConfig:
+    """``model`` as a valid ``XyloConfig`` whose values fit the C types; else the error naming the problem."""
     if options:
         raise CodegenError(
             "unknown option(s) of the xylo numerics",
@@ -249,164 +203,126 @@ def emit(model: Any, *, name: str = "net", layout: str = "auto", **options: Any)
             fix="fix the configuration (validate_config lists every problem)",
         )
     _check_widths(model)
-    cfg = model
-    n_in, n_hid, n_out, k = cfg.n_input, cfg.n_hidden, cfg.n_output, cfg.n_synapses
-    w_in = delivered_weights(cfg.weights_in, cfg.weight_shift_in)
-    w_rec = delivered_weights(cfg.weights_rec, cfg.weight_shift_rec)
-    w_out = delivered_weights(cfg.weights_out, cfg.weight_shift_out)
-    syn = ("Isyn", "Isyn2")
-    proj_in = [_Projection(f"in{q}", w_in[:, :, q], syn[q], layout) for q in range(k)]
-    proj_rec = [_Projection(f"rec{q}", w_rec[:, :, q], syn[q], layout) for q in range(k)]
-    proj_out = _Projection("out", w_out, "Isyn_out", layout)
-    aliases = np.asarray(cfg.aliases, dtype=np.int64)
-    has_alias = bool(np.any(aliases >= 0))
-    bias_on = bool(cfg.bias_enable)
-    idx_t = "int16_t" if n_hid <= 32767 else "int32_t"
+    return model
 
-    constants: list[Constant] = []
-    for p in [*proj_in, *proj_rec, proj_out]:
-        constants += p.constants
-    constants += [
-        Constant("dash_mem", "uint8_t", cfg.dash_mem),
-        Constant("dash_syn", "uint8_t", cfg.dash_syn),
-    ]
-    if k == 2:
-        constants.append(Constant("dash_syn_2", "uint8_t", cfg.dash_syn_2))
-    constants.append(Constant("threshold", "int16_t", cfg.threshold))
-    if bias_on:
-        constants.append(Constant("bias", "int16_t", cfg.bias))
-    if has_alias:
-        constants.append(Constant("aliases", idx_t, aliases))
-    constants += [
-        Constant("dash_mem_out", "uint8_t", cfg.dash_mem_out),
-        Constant("dash_syn_out", "uint8_t", cfg.dash_syn_out),
-        Constant("threshold_out", "int16_t", cfg.threshold_out),
-    ]
-    if bias_on:
-        constants.append(Constant("bias_out", "int16_t", cfg.bias_out))
 
-    buffers = [
-        Buffer("Vmem", "int16_t", n_hid),
-        Buffer("Isyn", "int16_t", n_hid),
-        Buffer("Isyn2", "int16_t", n_hid),
-        Buffer("Spikes", "uint8_t", n_hid),
-        Buffer("Vmem_out", "int16_t", n_out),
-        Buffer("Isyn_out", "int16_t", n_out),
-    ]
+class _Network:
+    """What the C of one configuration is made of: its projections (one per weight matrix and synapse) and the
+    variants of the neuron kernels (two synapses, bias, aliases)."""
 
-    body: list[str] = []
-    # 1. input events, channels ascending, counts clipped to 15
-    in_code = "".join(p.code("c", "n") for p in proj_in)
-    if in_code:
-        body.append(
-            "/* 1. input events (channels ascending; the 4-bit counter clips at 15) */\n"
-            f"for (int32_t c = 0; c < {n_in}; ++c) {{\n"
-            "    int32_t n = x[c];\n"
-            "    if (n == 0) continue;\n"
-            f"    if (n > {_MAX_INPUT}) n = {_MAX_INPUT};\n" + _indent(in_code, 4) + "}\n"
-        )
-    # 2.-3. recurrence and readout from last step's spikes, then the spike buffer starts at zero
-    rec_code = "".join(p.code("j", "m") for p in proj_rec) + proj_out.code("j", "m")
-    if rec_code:
-        body.append(
-            "/* 2.-3. recurrent and readout events from last step's spike counts (sources ascending) */\n"
-            f"for (int32_t j = 0; j < {n_hid}; ++j) {{\n"
-            "    const int32_t m = Spikes[j];\n"
-            "    if (m == 0) continue;\n" + _indent(rec_code, 4) + "    Spikes[j] = 0;\n}\n"
-        )
-    else:
-        body.append("memset(Spikes, 0, sizeof(uint8_t) * " + str(n_hid) + ");\n")
-    # 4. hidden neurons
-    hid = [
-        "/* 4. hidden neurons, ids ascending (alias targets are higher ids) */\n",
-        f"for (int32_t i = 0; i < {n_hid}; ++i) {{\n",
-        "    int32_t s = Isyn[i] - xy_decay(Isyn[i], dash_syn[i]);\n",
-        "    Isyn[i] = (int16_t)s;\n",
-    ]
-    if k == 2:
-        hid += [
-            "    const int32_t s2 = Isyn2[i] - xy_decay(Isyn2[i], dash_syn_2[i]);\n",
-            "    Isyn2[i] = (int16_t)s2;\n",
-            "    s += s2;\n",
+    def __init__(self, cfg: XyloConfig, layout: str) -> None:
+        self.cfg = cfg
+        self.k = cfg.n_synapses
+        w_in = delivered_weights(cfg.weights_in, cfg.weight_shift_in)
+        w_rec = delivered_weights(cfg.weights_rec, cfg.weight_shift_rec)
+        w_out = delivered_weights(cfg.weights_out, cfg.weight_shift_out)
+        syn = ("Isyn", "Isyn2")
+        self.proj_in = [_Projection(f"in{q}", w_in[:, :, q], syn[q], layout) for q in range(self.k)]
+        self.proj_rec = [_Projection(f"rec{q}", w_rec[:, :, q], syn[q], layout) for q in range(self.k)]
+        self.proj_out = _Projection("out", w_out, "Isyn_out", layout)
+        self.aliases = np.asarray(cfg.aliases, dtype=np.int64)
+        self.has_alias = bool(np.any(self.aliases >= 0))
+        self.bias_on = bool(cfg.bias_enable)
+
+    @property
+    def projections(self) -> list[_Projection]:
+        return [*self.proj_in, *self.proj_rec, self.proj_out]
+
+    def constants(self) -> list[Constant]:
+        """Every register as flash: the weights, then the hidden and output neuron parameters."""
+        cfg = self.cfg
+        out = [c for p in self.projections for c in p.constants]
+        out += [Constant("dash_mem", "uint8_t", cfg.dash_mem), Constant("dash_syn", "uint8_t", cfg.dash_syn)]
+        if self.k == 2:
+            out.append(Constant("dash_syn_2", "uint8_t", cfg.dash_syn_2))
+        out.append(Constant("threshold", "int16_t", cfg.threshold))
+        if self.bias_on:
+            out.append(Constant("bias", "int16_t", cfg.bias))
+        if self.has_alias:
+            out.append(Constant("aliases", "int16_t" if cfg.n_hidden <= 32767 else "int32_t", self.aliases))
+        out += [
+            Constant("dash_mem_out", "uint8_t", cfg.dash_mem_out),
+            Constant("dash_syn_out", "uint8_t", cfg.dash_syn_out),
+            Constant("threshold_out", "int16_t", cfg.threshold_out),
         ]
-    hid += [
-        "    int32_t v = Vmem[i];\n",
-        "    int32_t dv = xy_sat16(xy_leak(v, dash_mem[i]) + s);\n",
-    ]
-    if bias_on:
-        hid.append("    dv = xy_sat16(dv + bias[i]);\n")
-    hid += [
-        "    v = xy_sat16(v + dv);\n",
-        "    int32_t n = Spikes[i];\n",
-        "    const int32_t th = threshold[i];\n",
-        f"    if (v >= th && n < {_MAX_SPIKES}) {{\n",
-        "        if (th > 0) {\n",
-        "            int32_t cnt = v / th;\n",
-        f"            if (cnt > {_MAX_SPIKES} - n) cnt = {_MAX_SPIKES} - n;\n",
-        "            n += cnt;\n",
-        "            v -= cnt * th;\n",
-        "        } else {\n",
-        f"            while (v >= th && n < {_MAX_SPIKES}) {{ n += 1; v = xy_wrap16(v - th); }}\n",
-        "        }\n",
-        "    }\n",
-        "    Vmem[i] = (int16_t)v;\n",
-    ]
-    if has_alias:
-        hid += [
-            "    if (n > 0) {\n",
-            "        Spikes[i] = (uint8_t)n;\n",
-            "        const int32_t tgt = aliases[i];\n",
-            "        if (tgt >= 0) {\n",
-            "            const int32_t nt = Spikes[tgt] + n;\n",
-            f"            Spikes[tgt] = (uint8_t)(nt < {_MAX_SPIKES} ? nt : {_MAX_SPIKES});\n",
-            "        }\n",
-            "    }\n",
-        ]
-    else:
-        hid.append("    Spikes[i] = (uint8_t)n;\n")
-    hid.append("}\n")
-    body.append("".join(hid))
-    # 5. output neurons
-    out = [
-        "/* 5. output neurons: one synapse, at most one spike */\n",
-        f"for (int32_t o = 0; o < {n_out}; ++o) {{\n",
-        "    const int32_t s = Isyn_out[o] - xy_decay(Isyn_out[o], dash_syn_out[o]);\n",
-        "    Isyn_out[o] = (int16_t)s;\n",
-        "    int32_t v = Vmem_out[o];\n",
-        "    int32_t dv = xy_sat16(xy_leak(v, dash_mem_out[o]) + s);\n",
-    ]
-    if bias_on:
-        out.append("    dv = xy_sat16(dv + bias_out[o]);\n")
-    out += [
-        "    v = xy_sat16(v + dv);\n",
-        "    const int32_t th = threshold_out[o];\n",
-        "    if (v >= th) { y[o] = 1; v = xy_wrap16(v - th); } else { y[o] = 0; }\n",
-        "    Vmem_out[o] = (int16_t)v;\n",
-        "}\n",
-    ]
-    body.append("".join(out))
+        if self.bias_on:
+            out.append(Constant("bias_out", "int16_t", cfg.bias_out))
+        return out
 
-    layouts = ", ".join(
-        f"{p.tag}: {'none' if p.empty else 'dense' if p.dense else 'events'}" for p in [*proj_in, *proj_rec, proj_out]
-    )
-    notes = [
-        "Bit-exact with pondlib.devices.xylo.XyloSim: 16-bit saturating states, flooring bit-shift decays "
-        "(sign(v) when the shift gives 0), subtractive reset (16-bit wrap for thresholds <= 0), 31-spike cap.",
-        "Input counts above 15 act as 15 (the chip's 4-bit counter); inputs are uint8_t (clip above 255 first).",
-        f"N_in={n_in}, N_hid={n_hid}, N_out={n_out}, synapses={k}, bias_enable={bias_on}, "
-        f"aliases={'yes' if has_alias else 'no'}; weight layouts: {layouts}.",
-    ]
+    def buffers(self) -> list[Buffer]:
+        """The state, named after XyloSim's record keys (Isyn2 stays zero with one synapse)."""
+        n_hid, n_out = self.cfg.n_hidden, self.cfg.n_output
+        return [
+            Buffer("Vmem", "int16_t", n_hid),
+            Buffer("Isyn", "int16_t", n_hid),
+            Buffer("Isyn2", "int16_t", n_hid),
+            Buffer("Spikes", "uint8_t", n_hid),
+            Buffer("Vmem_out", "int16_t", n_out),
+            Buffer("Isyn_out", "int16_t", n_out),
+        ]
+
+    def step_body(self) -> str:
+        """The five phases of one step (module docstring), each from its kernel template."""
+        cfg = self.cfg
+        body = []
+        in_code = "\n".join(filter(None, (p.code("c", "n") for p in self.proj_in)))
+        if in_code:
+            body.append(_kernel("input.c", n_in=cfg.n_input, max_input=_MAX_INPUT, projections=in_code))
+        rec_code = "\n".join(filter(None, [p.code("j", "m") for p in self.proj_rec] + [self.proj_out.code("j", "m")]))
+        body.append(_kernel("spike_events.c", n_hid=cfg.n_hidden, events=bool(rec_code), projections=rec_code))
+        body.append(
+            _kernel(
+                "hidden.c",
+                n=cfg.n_hidden,
+                max_spikes=_MAX_SPIKES,
+                two_synapses=self.k == 2,
+                bias=self.bias_on,
+                aliases=self.has_alias,
+            )
+        )
+        body.append(_kernel("output.c", n=cfg.n_output, bias=self.bias_on))
+        return "\n\n".join(body)
+
+    def notes(self) -> list[str]:
+        cfg = self.cfg
+        layouts = ", ".join(
+            f"{p.tag}: {'none' if p.empty else 'dense' if p.dense else 'events'}" for p in self.projections
+        )
+        return [
+            "Bit-exact with pondlib.devices.xylo.XyloSim: 16-bit saturating states, flooring bit-shift decays "
+            "(sign(v) when the shift gives 0), subtractive reset (16-bit wrap for thresholds <= 0), 31-spike cap.",
+            "Input counts above 15 act as 15 (the chip's 4-bit counter); inputs are uint8_t (clip above 255 first).",
+            f"N_in={cfg.n_input}, N_hid={cfg.n_hidden}, N_out={cfg.n_output}, synapses={self.k}, "
+            f"bias_enable={self.bias_on}, aliases={'yes' if self.has_alias else 'no'}; weight layouts: {layouts}.",
+        ]
+
+
+def emit(model: Any, *, name: str = "net", layout: str = "auto", **options: Any) -> Program:
+    """Emit a ``XyloConfig`` as a C program with exactly ``XyloSim``'s integer dynamics (module docstring).
+
+    Args:
+        model: a :class:`~pondlib.devices.xylo.config.XyloConfig`, valid for its ``limits_name``.
+        name: the C prefix of every symbol and the file stem.
+        layout: ``"auto"``, ``"dense"`` or ``"sparse"``: how weight matrices are stored and traversed
+            (see :data:`LAYOUTS`; results are identical, only speed and flash differ).
+
+    Raises:
+        CodegenError: ``model`` is not a ``XyloConfig``, is invalid (every problem listed), an unknown option
+            or a bad ``layout``/``name``.
+        ConstraintError: a value that would overflow the generated C types.
+    """
+    net = _Network(_check_model(model, layout, options), layout)
     return build_program(
         name,
         "xylo",
-        constants=constants,
-        buffers=buffers,
-        step_body="\n".join(body),
-        n_in=n_in,
+        constants=net.constants(),
+        buffers=net.buffers(),
+        step_body=net.step_body(),
+        n_in=net.cfg.n_input,
         in_ctype="uint8_t",
-        n_out=n_out,
+        n_out=net.cfg.n_output,
         out_ctype="uint8_t",
-        helpers=_HELPERS,
-        notes=notes,
+        helpers=_kernel("helpers.c"),
+        notes=net.notes(),
         description="The Xylo integer core (a XyloConfig) as plain C11, step for step equal to XyloSim.",
     )
