@@ -8,17 +8,17 @@ deployment target:
 ==============  ==========================================================================================
 ``float32``     the float model (any ``pondlib.nn`` network), IEEE float32, operation order fixed
                 (:mod:`pondlib.codegen.float32`)
-a device name   the chip's integer (or float32) arithmetic running one of its configurations, emitted by the
-                device's C numerics (``pondlib.devices.<chip>.codegen``, reached through the registry):
-                ``xylo`` (the numerics of ``XyloSim``), ``spinnaker2`` (per-PE neuron update and int8 MLA
-                layers), ``siracusa`` (int8 GEMM/conv with RequantShift and the integer LIF)
+a device name   the chip's own arithmetic running one of its configurations, emitted by the device's C
+                numerics (``Device.emit``: ``pondlib.devices.<chip>.codegen``, reached through the registry;
+                each chip's module says what it emits and what it is checked against)
 ==============  ==========================================================================================
 
 The program model every numerics builds on (arena, API, harness, templates) is :mod:`pondlib.cprogram`.
 
 Example:
-    >>> numerics()[:4]
-    ('float32', 'xylo', 'spinnaker2', 'siracusa')
+    >>> from pondlib.devices import registry
+    >>> numerics() == ("float32",) + tuple(d.name for d in registry.devices() if d.has_c)
+    True
 """
 
 from __future__ import annotations
