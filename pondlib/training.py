@@ -43,6 +43,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import equinox as eqx
@@ -540,6 +541,180 @@ def _check_key(key: Any) -> jax.Array:
     return key
 
 
+@dataclass(frozen=True)
+class _FitArgs:
+    """The checked arguments of :func:`fit`: data x (N, T, C) float, y (N,) int, the loss callable, the
+    optimizer, the shuffling key, frozen field names, whether to show progress and the data mesh."""
+
+    x: np.ndarray
+    y: np.ndarray
+    epochs: int
+    batch_size: int
+    loss_fn: LossFn
+    optimizer: optax.GradientTransformation
+    key: jax.Array
+    frozen: Sequence[str]
+    progress: bool
+    mesh: Any
+
+
+def _check_optimizer(optimizer: Any) -> optax.GradientTransformation:
+    """``optimizer``, or :data:`DEFAULT_OPTIMIZER` for None; a PondError for anything without init/update."""
+    if optimizer is None:
+        return DEFAULT_OPTIMIZER
+    if not (callable(getattr(optimizer, "init", None)) and callable(getattr(optimizer, "update", None))):
+        raise PondError(
+            "optimizer",
+            value=f"a {type(optimizer).__name__}",
+            limit="an optax.GradientTransformation",
+            where="fit",
+            fix="pass e.g. optimizer=optax.adam(1e-3) (the learning rate goes into the optimizer)",
+        )
+    return optimizer
+
+
+def _check_frozen(frozen: Any) -> Sequence[str]:
+    """``frozen`` when it is a tuple, list or set of field names (a single string is refused)."""
+    if isinstance(frozen, str) or not isinstance(frozen, (tuple, list, set, frozenset)):
+        raise PondError(
+            "frozen",
+            value=repr(frozen)[:60],
+            limit="a tuple of field names",
+            where="fit",
+            fix='pass e.g. frozen=("tau_mem", "tau_syn")',
+        )
+    for name in frozen:
+        check_type(name, "frozen field name", str, where="fit")
+    return frozen
+
+
+def _check_fit_args(
+    net: Any,
+    data: Any,
+    loss: Any,
+    optimizer: Any,
+    epochs: Any,
+    batch_size: Any,
+    key: Any,
+    frozen: Any,
+    progress: Any,
+    devices: Any,
+) -> _FitArgs:
+    """Every argument of :func:`fit` checked, in the order of its signature (the first bad one is named)."""
+    _check_net(net, "fit")
+    x, y = _as_xy(data, net)
+    epochs = check_int(epochs, "epochs", lo=1, hi=10**6, where="fit", fix="pass e.g. epochs=10")
+    batch_size = _batch_size(batch_size, "fit", x.shape[0])
+    loss_fn = get_loss(loss)
+    optimizer = _check_optimizer(optimizer)
+    key = _check_key(key)
+    frozen = _check_frozen(frozen)
+    progress = check_bool(progress, "progress", where="fit")
+    mesh = _train_mesh(devices, batch_size)
+    return _FitArgs(x, y, epochs, batch_size, loss_fn, optimizer, key, frozen, progress, mesh)
+
+
+def _place(params: Any, opt_state: Any, x: np.ndarray, y: np.ndarray, mesh: Any) -> tuple[Any, Any, Callable]:
+    """``(params, opt_state, batch)``: on one device the data goes to it once and ``batch(idx)`` gathers rows
+    there; with a mesh the parameters and optimizer state are replicated and each batch is split over it."""
+    if mesh is None:
+        xj = jnp.asarray(x, dtype=jnp.float32)
+        yj = jnp.asarray(y, dtype=jnp.int32)
+
+        def batch(idx: Any) -> tuple[jax.Array, jax.Array]:
+            return xj[idx], yj[idx]
+
+        return params, opt_state, batch
+    params, opt_state = parallel.replicate((params, opt_state), mesh)
+    xn, yn = np.asarray(x, np.float32), np.asarray(y, np.int32)
+
+    def batch_split(idx: Any) -> tuple[jax.Array, jax.Array]:
+        idx = np.asarray(idx)
+        return parallel.shard_batch(xn[idx], mesh), parallel.shard_batch(yn[idx], mesh)
+
+    return params, opt_state, batch_split
+
+
+class _Progress:
+    """The rich progress bar of :func:`fit`: one tick per step, showing the epoch, the step's loss and the
+    running accuracy of the epoch."""
+
+    def __init__(self, console: Any, epochs: int, n_batches: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.epochs = epochs
+        self.bar = Progress(
+            TextColumn("[bold]training[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("epoch {task.fields[epoch]}  loss {task.fields[loss]}  acc {task.fields[acc]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task = self.bar.add_task("train", total=epochs * n_batches, epoch=f"0/{epochs}", loss="-", acc="-")
+        self.bar.start()
+
+    def step(self, epoch: int, value: jax.Array, accs: list[jax.Array]) -> None:
+        """One step of epoch ``epoch`` (0-based) done with loss ``value``; ``accs``: the epoch's accuracies."""
+        self.bar.update(
+            self.task,
+            advance=1,
+            epoch=f"{epoch + 1}/{self.epochs}",
+            loss=f"{float(value):.3f}",
+            acc=f"{float(jnp.mean(jnp.stack(accs))):.3f}",
+        )
+
+    def stop(self) -> None:
+        """Stop the live display (the bar stays printed)."""
+        self.bar.stop()
+
+
+def _epoch(
+    step: Callable, params: Any, opt_state: Any, batch: Callable, perm: jax.Array, a: _FitArgs, epoch: int, bar: Any
+) -> tuple[Any, Any, float, float]:
+    """One pass over ``N // batch_size`` full batches of ``perm``: ``(params, opt_state, mean loss, mean
+    accuracy)``; a PondError when the mean loss is NaN or infinite."""
+    losses, accs = [], []
+    for b in range(a.x.shape[0] // a.batch_size):
+        idx = perm[b * a.batch_size : (b + 1) * a.batch_size]
+        params, opt_state, value, acc = step(params, opt_state, *batch(idx))
+        losses.append(value)
+        accs.append(acc)
+        if bar is not None:
+            bar.step(epoch, value, accs)
+    mean_loss = float(jnp.mean(jnp.stack(losses)))
+    if not np.isfinite(mean_loss):
+        raise PondError(
+            "training loss",
+            value=mean_loss,
+            limit="a finite number",
+            where=f"fit, epoch {epoch + 1}",
+            fix="lower the learning rate or check the input scale",
+        )
+    return params, opt_state, mean_loss, float(jnp.mean(jnp.stack(accs)))
+
+
+def _train(
+    step: Callable, params: Any, opt_state: Any, batch: Callable, a: _FitArgs, console: Any
+) -> tuple[Any, dict[str, list[float]]]:
+    """``epochs`` passes, each over a fresh permutation drawn from ``a.key``: ``(params, history)``."""
+    history: dict[str, list[float]] = {"loss": [], "accuracy": []}
+    key = a.key
+    bar = _Progress(console, a.epochs, a.x.shape[0] // a.batch_size) if a.progress else None
+    try:
+        for epoch in range(a.epochs):
+            key, sub = jax.random.split(key)
+            perm = jax.random.permutation(sub, a.x.shape[0])
+            params, opt_state, mean_loss, mean_acc = _epoch(step, params, opt_state, batch, perm, a, epoch, bar)
+            history["loss"].append(mean_loss)
+            history["accuracy"].append(mean_acc)
+    finally:
+        if bar is not None:
+            bar.stop()
+    return params, history
+
+
 def fit(
     net: Any,
     data: Any,
@@ -594,102 +769,12 @@ def fit(
             names; a non-bool ``progress``; a bad ``devices`` or one that does not divide ``batch_size``;
             or a training loss that becomes NaN or infinite.
     """
-    _check_net(net, "fit")
-    x, y = _as_xy(data, net)
-    epochs = check_int(epochs, "epochs", lo=1, hi=10**6, where="fit", fix="pass e.g. epochs=10")
-    n = x.shape[0]
-    batch_size = _batch_size(batch_size, "fit", n)
-    loss_fn = get_loss(loss)
-    if optimizer is None:
-        optimizer = DEFAULT_OPTIMIZER
-    elif not (callable(getattr(optimizer, "init", None)) and callable(getattr(optimizer, "update", None))):
-        raise PondError(
-            "optimizer",
-            value=f"a {type(optimizer).__name__}",
-            limit="an optax.GradientTransformation",
-            where="fit",
-            fix="pass e.g. optimizer=optax.adam(1e-3) (the learning rate goes into the optimizer)",
-        )
-    key = _check_key(key)
-    if isinstance(frozen, str) or not isinstance(frozen, (tuple, list, set, frozenset)):
-        raise PondError(
-            "frozen",
-            value=repr(frozen)[:60],
-            limit="a tuple of field names",
-            where="fit",
-            fix='pass e.g. frozen=("tau_mem", "tau_syn")',
-        )
-    for name in frozen:
-        check_type(name, "frozen field name", str, where="fit")
-    progress = check_bool(progress, "progress", where="fit")
-    mesh = _train_mesh(devices, batch_size)
-    params, static = eqx.partition(net, _trainable_mask(net, frozen))
-    opt_state = optimizer.init(params)
-    step = make_train_step(static, loss_fn, optimizer, mesh)
-    if mesh is None:
-        xj = jnp.asarray(x, dtype=jnp.float32)
-        yj = jnp.asarray(y, dtype=jnp.int32)
-
-        def batch(idx: Any) -> tuple[jax.Array, jax.Array]:
-            return xj[idx], yj[idx]
-    else:
-        params, opt_state = parallel.replicate((params, opt_state), mesh)
-        xn, yn = np.asarray(x, np.float32), np.asarray(y, np.int32)
-
-        def batch(idx: Any) -> tuple[jax.Array, jax.Array]:
-            idx = np.asarray(idx)
-            return parallel.shard_batch(xn[idx], mesh), parallel.shard_batch(yn[idx], mesh)
-
-    n_batches = n // batch_size
-    history: dict[str, list[float]] = {"loss": [], "accuracy": []}
-
-    bar = None
-    if progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        bar = Progress(
-            TextColumn("[bold]training[/]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("epoch {task.fields[epoch]}  loss {task.fields[loss]}  acc {task.fields[acc]}"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        )
-        task = bar.add_task("train", total=epochs * n_batches, epoch=f"0/{epochs}", loss="-", acc="-")
-        bar.start()
-    try:
-        for epoch in range(epochs):
-            key, sub = jax.random.split(key)
-            perm = jax.random.permutation(sub, n)
-            losses, accs = [], []
-            for b in range(n_batches):
-                idx = perm[b * batch_size : (b + 1) * batch_size]
-                params, opt_state, value, acc = step(params, opt_state, *batch(idx))
-                losses.append(value)
-                accs.append(acc)
-                if bar is not None:
-                    bar.update(
-                        task,
-                        advance=1,
-                        epoch=f"{epoch + 1}/{epochs}",
-                        loss=f"{float(value):.3f}",
-                        acc=f"{float(jnp.mean(jnp.stack(accs))):.3f}",
-                    )
-            mean_loss = float(jnp.mean(jnp.stack(losses)))
-            if not np.isfinite(mean_loss):
-                raise PondError(
-                    "training loss",
-                    value=mean_loss,
-                    limit="a finite number",
-                    where=f"fit, epoch {epoch + 1}",
-                    fix="lower the learning rate or check the input scale",
-                )
-            history["loss"].append(mean_loss)
-            history["accuracy"].append(float(jnp.mean(jnp.stack(accs))))
-    finally:
-        if bar is not None:
-            bar.stop()
-    if mesh is not None and jax.process_count() == 1:
+    a = _check_fit_args(net, data, loss, optimizer, epochs, batch_size, key, frozen, progress, devices)
+    params, static = eqx.partition(net, _trainable_mask(net, a.frozen))
+    opt_state = a.optimizer.init(params)
+    step = make_train_step(static, a.loss_fn, a.optimizer, a.mesh)
+    params, opt_state, batch = _place(params, opt_state, a.x, a.y, a.mesh)
+    params, history = _train(step, params, opt_state, batch, a, console)
+    if a.mesh is not None and jax.process_count() == 1:
         params = jax.device_put(params, jax.devices()[0])
     return eqx.combine(params, static), history

@@ -242,24 +242,9 @@ def check_choice(
     return value
 
 
-def as_array(
-    value: Any,
-    name: str,
-    *,
-    where: str | None = None,
-    error: ErrorType = PondError,
-    fix: str | None = None,
-    ndim: int | tuple[int, ...] | None = None,
-    allow_empty: bool = False,
-    float32: bool = False,
-    int32: bool = False,
-) -> np.ndarray:
-    """``value`` as a real numeric numpy array (bool, integer or float dtype), not copied when it is one.
-
-    Refuses ragged nesting, strings, ``None``, complex and object dtypes, the wrong number of dimensions
-    (``ndim``: one or several allowed), empty arrays (unless ``allow_empty``), non-finite floats,
-    floats beyond float32 (``float32=True``) and integers beyond int32 (``int32=True``).
-    """
+def _to_ndarray(value: Any, name: str, where: str | None, error: ErrorType, fix: str | None) -> np.ndarray:
+    """``value`` as a numpy array (not copied when it is one); strings, ``None``, ragged nesting and objects
+    whose ``__array__`` fails are refused."""
     if isinstance(value, (str, bytes)) or value is None:
         raise _fail(error, name, f"a {_type_name(value)}", "a numeric array", where, fix or "pass a numeric array")
     if hasattr(value, "__array__") and not isinstance(value, np.ndarray):
@@ -279,6 +264,20 @@ def as_array(
                 where,
                 fix or "give every row the same length (pad it), or pass a numpy array",
             ) from None
+    return value
+
+
+def _check_layout(
+    value: np.ndarray,
+    name: str,
+    where: str | None,
+    error: ErrorType,
+    fix: str | None,
+    ndim: int | tuple[int, ...] | None,
+    allow_empty: bool,
+) -> None:
+    """A real numeric dtype (bool, integer, float: never complex, object or strings), one of the allowed
+    numbers of dimensions ``ndim`` (None: any) and, unless ``allow_empty``, at least one element."""
     kind = value.dtype.kind
     if kind == "c":
         raise _fail(
@@ -318,41 +317,72 @@ def as_array(
             where,
             fix or "pass a non-empty array",
         )
-    if kind == "f" and value.size:
-        finite = np.isfinite(value)
-        if not finite.all():
-            idx = tuple(int(i) for i in np.argwhere(~finite)[0])
+
+
+def _check_float_values(
+    value: np.ndarray, name: str, where: str | None, error: ErrorType, fix: str | None, float32: bool
+) -> None:
+    """Floats are finite and, with ``float32``, ``|x| <= F32_MAX`` when wider than float32 (a cast to float32
+    would give ``inf``); the first offending element is named with its index."""
+    finite = np.isfinite(value)
+    if not finite.all():
+        idx = tuple(int(i) for i in np.argwhere(~finite)[0])
+        raise _fail(
+            error, name, f"{value[idx]} at index {idx}", "finite values", where, fix or "remove NaN and infinite values"
+        )
+    if float32 and value.dtype.itemsize > 4:
+        big = np.abs(value) > F32_MAX
+        if big.any():
+            idx = tuple(int(i) for i in np.argwhere(big)[0])
             raise _fail(
                 error,
                 name,
                 f"{value[idx]} at index {idx}",
-                "finite values",
+                f"|values| <= {F32_MAX:.4g} (float32)",
                 where,
-                fix or "remove NaN and infinite values",
+                fix or "scale the values into float32 range",
             )
-        if float32 and value.dtype.itemsize > 4:
-            big = np.abs(value) > F32_MAX
-            if big.any():
-                idx = tuple(int(i) for i in np.argwhere(big)[0])
-                raise _fail(
-                    error,
-                    name,
-                    f"{value[idx]} at index {idx}",
-                    f"|values| <= {F32_MAX:.4g} (float32)",
-                    where,
-                    fix or "scale the values into float32 range",
-                )
+
+
+def _check_int32_range(value: np.ndarray, name: str, where: str | None, error: ErrorType, fix: str | None) -> None:
+    """Integers wider than int32 lie in ``[I32_MIN, I32_MAX]`` (JAX would truncate them)."""
+    lo, hi = int(value.min()), int(value.max())
+    if lo < I32_MIN or hi > I32_MAX:
+        raise _fail(
+            error,
+            name,
+            f"values in [{lo}, {hi}]",
+            f"int32 values in [{I32_MIN}, {I32_MAX}]",
+            where,
+            fix or "scale the values into int32 range",
+        )
+
+
+def as_array(
+    value: Any,
+    name: str,
+    *,
+    where: str | None = None,
+    error: ErrorType = PondError,
+    fix: str | None = None,
+    ndim: int | tuple[int, ...] | None = None,
+    allow_empty: bool = False,
+    float32: bool = False,
+    int32: bool = False,
+) -> np.ndarray:
+    """``value`` as a real numeric numpy array (bool, integer or float dtype), not copied when it is one.
+
+    Refuses ragged nesting, strings, ``None``, complex and object dtypes, the wrong number of dimensions
+    (``ndim``: one or several allowed), empty arrays (unless ``allow_empty``), non-finite floats,
+    floats beyond float32 (``float32=True``) and integers beyond int32 (``int32=True``).
+    """
+    value = _to_ndarray(value, name, where, error, fix)
+    _check_layout(value, name, where, error, fix, ndim, allow_empty)
+    kind = value.dtype.kind
+    if kind == "f" and value.size:
+        _check_float_values(value, name, where, error, fix, float32)
     if int32 and kind in "iu" and value.size and value.dtype.itemsize > 4:
-        lo, hi = int(value.min()), int(value.max())
-        if lo < I32_MIN or hi > I32_MAX:
-            raise _fail(
-                error,
-                name,
-                f"values in [{lo}, {hi}]",
-                f"int32 values in [{I32_MIN}, {I32_MAX}]",
-                where,
-                fix or "scale the values into int32 range",
-            )
+        _check_int32_range(value, name, where, error, fix)
     return value
 
 

@@ -67,7 +67,9 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -98,7 +100,14 @@ def _check_args(workload: Any, hardware: Any, schedule: Any, mode: Any) -> None:
 
 
 class _Static:
-    """Schedule-independent per-layer data of one (workload, hardware) pair, computed once."""
+    """Schedule-independent per-layer data of one (workload, hardware) pair, computed once.
+
+    Per layer ``l`` (arrays (L,), bits): ``w``, ``s``, ``o``, ``i`` = ``W_l``, ``S_l``, ``O_l``, ``I_l``;
+    ``ox`` = ``OX_l``; ``refetch[fused]`` the halo re-fetch factor of a reader whose node could not hold
+    its input; ``window_cols`` the producer columns one consumer column node needs; ``held[l]`` the
+    tensors live across layer ``l`` that it does not read. Energies (pJ per inference): ``pe_read_pj``,
+    ``mac_pj``, ``out_write_pj``; ``in_fill_pj`` (L,) pJ per bit moved into a layer's input buffer.
+    """
 
     def __init__(self, w: Workload, hw: Hardware) -> None:
         t = w.tables
@@ -107,16 +116,7 @@ class _Static:
         lay = w.layers
         self.w, self.s, self.o, self.i = t.weights, t.states, t.outputs, t.inputs
         self.ox = t.ox
-        # halo re-fetch factors of a reader whose node could not hold its input (>= 1 for windows)
-        lbl = np.ones(L)
-        lf = np.ones(L)
-        for j, x in enumerate(lay):
-            if x.kind in ("conv", "pool") and (x.fy > x.sy or x.fx > x.sx):
-                ty = min(x.oy, hw.pe_oy)
-                lbl[j] = math.ceil(x.oy / ty) * ((ty - 1) * x.sy + x.fy) / x.iy
-            if x.kind in ("conv", "pool") and x.ox > 1:
-                lf[j] = x.ox * x.fx / x.ix
-        self.refetch = {False: lbl, True: lf}
+        self.refetch = _refetch_factors(lay, hw)
         # the columns of a producer's output that one column node of the consumer needs
         self.window_cols = np.ones(L)
         for p in range(L):
@@ -137,27 +137,9 @@ class _Static:
         ]
         self.inputs_of = [tuple(x.inputs) for x in lay]
         self.stateful = [x.stateful for x in lay]
-        # on-chip energy that does not depend on the schedule (pJ per inference)
         T = w.time_steps
-        sh, ib, wb = hw.shared, hw.input_buffer, hw.weight_buffer
-        pe_reads = 0.0
-        mac = 0.0
-        for x, ops in zip(lay, t.ops):
-            if not x.weighted:
-                continue
-            dense = ops - x.recurrent
-            pe_reads += (
-                T
-                * ops
-                * (
-                    x.input_bits / min(hw.pe_k, x.k) * ib.read_energy_pj_per_bit
-                    + x.weight_bits / min(hw.pe_oy, x.oy) * wb.read_energy_pj_per_bit
-                )
-            )
-            per_op = hw.sop_energy_pj if x.input_bits == 1 else hw.mac_energy_pj
-            mac += T * (dense * per_op + x.recurrent * hw.sop_energy_pj)
-        self.pe_read_pj = pe_reads
-        self.mac_pj = mac
+        sh, ib = hw.shared, hw.input_buffer
+        self.pe_read_pj, self.mac_pj = _pe_and_mac_energy(w, hw)
         self.out_write_pj = T * float(self.o.sum()) * sh.write_energy_pj_per_bit
         self.weighted = np.array([x.weighted for x in lay])
         self.in_fill_pj = np.where(
@@ -165,6 +147,54 @@ class _Static:
             sh.read_energy_pj_per_bit + ib.write_energy_pj_per_bit,
             sh.read_energy_pj_per_bit,
         )
+
+
+def _refetch_factors(lay: tuple, hw: Hardware) -> dict[bool, np.ndarray]:
+    """Halo re-fetch factors (L,) of a reader whose node could not hold its input, by ``fused``.
+
+    LBL (``False``): ``ceil(OY / t) ((t - 1) SY + FY) / IY`` with ``t = min(OY, pe_oy)`` row tiles, for
+    windows that overlap (``FY > SY`` or ``FX > SX``); LF (``True``): ``OX FX / IX`` column windows when
+    ``OX > 1``; 1 otherwise (and for layers that are not conv or pool).
+    """
+    L = len(lay)
+    lbl = np.ones(L)
+    lf = np.ones(L)
+    for j, x in enumerate(lay):
+        if x.kind in ("conv", "pool") and (x.fy > x.sy or x.fx > x.sx):
+            ty = min(x.oy, hw.pe_oy)
+            lbl[j] = math.ceil(x.oy / ty) * ((ty - 1) * x.sy + x.fy) / x.iy
+        if x.kind in ("conv", "pool") and x.ox > 1:
+            lf[j] = x.ox * x.fx / x.ix
+    return {False: lbl, True: lf}
+
+
+def _pe_and_mac_energy(w: Workload, hw: Hardware) -> tuple[float, float]:
+    """Schedule-independent ``(PE operand reads, MAC)`` energy in pJ per inference of ``T`` steps.
+
+    PE reads: ``T ops (b_in / min(pe_k, K) e_rd(input buffer) + b_w / min(pe_oy, OY) e_rd(weight buffer))``;
+    MAC: ``T ((ops - recurrent) e_op + recurrent sop_energy_pj)`` with ``e_op`` the ``sop_energy_pj`` of
+    1-bit input or ``mac_energy_pj`` of multi-bit input (recurrent inputs are spikes). Layers without
+    weights cost neither.
+    """
+    T = w.time_steps
+    ib, wb = hw.input_buffer, hw.weight_buffer
+    pe_reads = 0.0
+    mac = 0.0
+    for x, ops in zip(w.layers, w.tables.ops):
+        if not x.weighted:
+            continue
+        dense = ops - x.recurrent
+        pe_reads += (
+            T
+            * ops
+            * (
+                x.input_bits / min(hw.pe_k, x.k) * ib.read_energy_pj_per_bit
+                + x.weight_bits / min(hw.pe_oy, x.oy) * wb.read_energy_pj_per_bit
+            )
+        )
+        per_op = hw.sop_energy_pj if x.input_bits == 1 else hw.mac_energy_pj
+        mac += T * (dense * per_op + x.recurrent * hw.sop_energy_pj)
+    return pe_reads, mac
 
 
 _STATIC_CACHE: dict[tuple[int, int], tuple[Workload, Hardware, _Static]] = {}
@@ -182,16 +212,411 @@ def _static(w: Workload, hw: Hardware) -> _Static:
     return st
 
 
+#: Sort key of an operand ``(size, order, ref)``: size, ties broken by order (then by position: a stable sort).
+_SIZE_THEN_ORDER = itemgetter(0, 1)
+
+
 def _fit(ops: list[tuple[float, int, Any]], capacity: float) -> tuple[list[Any], list[Any], float]:
     """Sort operands ``(size, order, ref)`` by size ascending; return (kept refs, left refs, kept bits)."""
     kept, left, used = [], [], 0.0
-    for size, _, ref in sorted(ops, key=lambda o: (o[0], o[1])):
+    for size, _, ref in sorted(ops, key=_SIZE_THEN_ORDER):
         if used + size <= capacity:
             used += size
             kept.append(ref)
         else:
             left.append(ref)
     return kept, left, used
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How a schedule cuts the layers into groups, and the on-chip size of every output tensor.
+
+    Attributes:
+        spans: per group, its first and last block ``(b0, b1)`` (inclusive).
+        bounds: per group, its first and last layer ``(lo, hi)`` (inclusive).
+        group: per layer, the index of its group.
+        batch: (L,) float64, ``B`` of each layer's block.
+        fused: per layer, whether its block is fused (LF).
+        size: (L,) ``Z_p``, the on-chip bits of layer ``p``'s output tensor (module docstring, **Tensors**).
+        internal: per layer, whether every consumer of its output is in its own group.
+        held: per group, the tensors crossing a group boundary between batches that differ, which stay
+            live through every chunk of this group.
+    """
+
+    spans: tuple[tuple[int, int], ...]
+    bounds: tuple[tuple[int, int], ...]
+    group: tuple[int, ...]
+    batch: np.ndarray
+    fused: tuple[bool, ...]
+    size: np.ndarray
+    internal: tuple[bool, ...]
+    held: tuple[frozenset[int], ...]
+
+
+def _group_spans(bs: tuple) -> tuple[list[tuple[int, int]], list[int]]:
+    """Groups: runs of consecutive equal block schedules, as ``(spans (b0, b1), group of each block)``."""
+    group_of_block: list[int] = []
+    spans: list[list[int]] = []
+    for b, sched in enumerate(bs):
+        if b and sched == bs[b - 1]:
+            spans[-1][1] = b
+        else:
+            spans.append([b, b])
+        group_of_block.append(len(spans) - 1)
+    return [(b0, b1) for b0, b1 in spans], group_of_block
+
+
+def _tensor_sizes(st: _Static, B: np.ndarray, fused: list[bool], g_of: list[int]) -> tuple[np.ndarray, list[bool]]:
+    """``(Z, internal)``: the on-chip bits ``Z_p`` of every output tensor, and whether it stays in its group.
+
+    Inside a fused stack a line buffer ``O_p / OX_p`` x (the consumer's window columns) x ``B_p``; inside a
+    layer-by-layer run the whole map of ``B_p`` steps, ``B_p O_p``; across groups the whole map for
+    ``max(B_p, B_c)`` steps.
+    """
+    L = st.L
+    Z = np.zeros(L)
+    internal = [True] * L
+    for p in range(L):
+        cons = st.consumers[p]
+        internal[p] = all(g_of[c] == g_of[p] for c in cons)
+        if internal[p] and fused[p]:
+            Z[p] = st.o[p] / st.ox[p] * st.window_cols[p] * B[p]
+        elif internal[p]:
+            Z[p] = st.o[p] * B[p]
+        else:
+            Z[p] = st.o[p] * max(B[p], max(B[c] for c in cons))
+    return Z, internal
+
+
+def _batch_crossings(st: _Static, B: np.ndarray, internal: list[bool], g_of: list[int], n_groups: int) -> list:
+    """Per group, the tensors it holds through all its chunks because they cross into a different batch.
+
+    A tensor crossing groups whose batches differ stays live through every chunk of the group with more
+    chunks: the smaller-batch producer accumulates it, or the smaller-batch consumer drains it.
+    """
+    held: list[set[int]] = [set() for _ in range(n_groups)]
+    for p in range(st.L):
+        if not internal[p]:
+            for c in st.consumers[p]:
+                if B[c] > B[p]:
+                    held[g_of[p]].add(p)
+                elif B[p] > B[c]:
+                    held[g_of[c]].add(p)
+    return held
+
+
+def _layout(workload: Workload, st: _Static, schedule: Schedule) -> _Layout:
+    """The :class:`_Layout` of ``schedule`` on ``workload`` (groups, ``B`` per layer, tensor sizes)."""
+    blk = workload.tables.block
+    bs = schedule.blocks
+    B = np.array([bs[b].batch for b in blk], dtype=np.float64)
+    fused = [bs[b].fused for b in blk]
+    spans, group_of_block = _group_spans(bs)
+    g_of = [group_of_block[b] for b in blk]
+    bounds = tuple(
+        (int(np.searchsorted(blk, b0, side="left")), int(np.searchsorted(blk, b1, side="right")) - 1)
+        for b0, b1 in spans
+    )
+    Z, internal = _tensor_sizes(st, B, fused, g_of)
+    held = _batch_crossings(st, B, internal, g_of, len(spans))
+    return _Layout(
+        spans=tuple(spans),
+        bounds=bounds,
+        group=tuple(g_of),
+        batch=B,
+        fused=tuple(fused),
+        size=Z,
+        internal=tuple(internal),
+        held=tuple(frozenset(h) for h in held),
+    )
+
+
+@dataclass(frozen=True)
+class _Moves:
+    """Per-layer outcome of the group rules, written in place group by group (arrays (L,)).
+
+    Attributes:
+        spilled: the layer's output tensor goes to DRAM.
+        refetch: ``(producer or NETWORK_INPUT, consumer)`` pairs read with the halo factor.
+        weight_reads: off-chip weight bits: ``W_l`` (kept), ``n W_l`` (LBL, not persistent) or
+            ``n OX_l W_l`` (LF, left in DRAM).
+        resident: ``R_l``, the state bits kept on chip across chunks.
+        weight_fills: weight-buffer fills per inference, in units of ``W_l``.
+    """
+
+    spilled: np.ndarray
+    refetch: set
+    weight_reads: np.ndarray
+    resident: np.ndarray
+    weight_fills: np.ndarray
+
+    @classmethod
+    def empty(cls, L: int) -> _Moves:
+        """Nothing spilled, read, resident or filled yet."""
+        return cls(np.zeros(L, dtype=bool), set(), np.zeros(L), np.zeros(L), np.zeros(L))
+
+
+class _GroupUse(NamedTuple):
+    """On-chip use of one group: persistent (LBL), working set and peak (bits), and whether it fits."""
+
+    persistent: bool
+    working: float
+    fits: bool
+    peak: float
+
+
+def _lbl_operands(st: _Static, lay: _Layout, g: int, j: int, persistent: bool) -> list[tuple[float, int, Any]]:
+    """The operands ``(size, order, ref)`` of layer ``j``'s node in LBL group ``g``.
+
+    Weights ``W_j`` and state ``S_j`` (unless persistent), its inputs (``B_j I_j`` of the network input,
+    ``Z_src`` of an earlier layer), its output ``Z_j`` and every tensor held across it for a later layer.
+    """
+    Z = lay.size
+    ops: list[tuple[float, int, Any]] = []
+    if not persistent:
+        if st.w[j] > 0:
+            ops.append((st.w[j], 0, ("w", j)))
+        if st.s[j] > 0:
+            ops.append((st.s[j], 1, ("s", j)))
+    for src in st.inputs_of[j]:
+        if src == NETWORK_INPUT:
+            ops.append((st.i[j] * lay.batch[j], 2, ("x", j)))
+        else:
+            ops.append((Z[src], 2, ("in", src)))
+    ops.append((Z[j], 3, ("out", j)))
+    operands = set(st.inputs_of[j]) | {j}
+    for p in sorted(set(st.held[j]) | (lay.held[g] - operands)):
+        ops.append((Z[p], 4, ("held", p)))
+    return ops
+
+
+def _lbl_spill(moves: _Moves, left: list, j: int) -> None:
+    """Record what layer ``j``'s node left in DRAM: inputs are re-read with the halo factor, outputs and
+    held tensors are spilled (weights and states cost what they cost anyway)."""
+    for kind, ref in left:
+        if kind == "in":
+            moves.spilled[ref] = True
+            moves.refetch.add((ref, j))
+        elif kind == "x":
+            moves.refetch.add((NETWORK_INPUT, j))
+        elif kind in ("out", "held"):
+            moves.spilled[ref] = True
+
+
+def _lbl_group(st: _Static, lay: _Layout, moves: _Moves, g: int, n: int, M: float) -> _GroupUse:
+    """A layer-by-layer group of ``n`` chunks in a memory of ``M`` bits (module docstring).
+
+    Persistent when ``n > 1`` and ``sum W + sum S <= M``: weights are read once (``W_l``), states are
+    resident (``R_l = S_l``) and the nodes share ``M - sum W - sum S``; otherwise every chunk reads
+    ``n W_l`` and each node fits its own weights and state into ``M``.
+    """
+    lo, hi = lay.bounds[g]
+    wsum = float(st.w[lo : hi + 1].sum())
+    ssum = float(st.s[lo : hi + 1].sum())
+    persistent = n > 1 and wsum + ssum <= M
+    cap = M - wsum - ssum if persistent else M
+    base = wsum + ssum if persistent else 0.0
+    fits, ws_max, peak = True, 0.0, 0.0
+    for j in range(lo, hi + 1):
+        ops = _lbl_operands(st, lay, g, j, persistent)
+        ws_max = max(ws_max, sum(o[0] for o in ops) + base)
+        _, left, used = _fit(ops, cap)
+        peak = max(peak, base + used)
+        if left:
+            fits = fits and all(r[0] in ("w", "s") for r in left)
+            _lbl_spill(moves, left, j)
+        moves.weight_reads[j] = st.w[j] if persistent else n * st.w[j]
+        if persistent:
+            moves.resident[j] = st.s[j]
+        moves.weight_fills[j] = n
+    return _GroupUse(persistent, ws_max, fits, peak)
+
+
+def _lf_spike_operands(st: _Static, lay: _Layout, g: int) -> tuple[list[tuple[float, int, Any]], float]:
+    """``(operands, line buffer bits)`` of fused group ``g``'s spike tensors, each operand once.
+
+    Operands: every layer's output ``Z_j``, the network input's window ``B_j I_j FX / IX``, tensors entering
+    from before the stack and tensors held across it; line buffers are the outputs that stay in the group.
+    """
+    lo, hi = lay.bounds[g]
+    sops: list[tuple[float, int, Any]] = []
+    line_buffers = 0.0
+    for j in range(lo, hi + 1):
+        sops.append((lay.size[j], j, ("out", j)))
+        if lay.internal[j]:
+            line_buffers += lay.size[j]
+        for src in st.inputs_of[j]:
+            if src == NETWORK_INPUT:
+                sops.append((st.i[j] * st.in_window_frac[j] * lay.batch[j], j, ("x", j)))
+            elif src < lo:
+                sops.append((lay.size[src], src, ("in", src)))
+    crossing = {p for p in st.held[lo] if st.last_use[p] > hi} | lay.held[g]
+    for p in sorted(crossing):
+        if not any(lo <= c <= hi for c in st.consumers[p]) and not lo <= p <= hi:
+            sops.append((lay.size[p], p, ("held", p)))
+    seen: set = set()
+    unique = []
+    for o in sops:
+        if o[2] not in seen:
+            seen.add(o[2])
+            unique.append(o)
+    return unique, line_buffers
+
+
+def _lf_spill(st: _Static, lay: _Layout, moves: _Moves, left: list, g: int) -> bool:
+    """Record the spike tensors fused group ``g`` left in DRAM (spilled, re-read with the halo factor by
+    their consumers in the stack); True when one of them is a line buffer (the stack does not fit)."""
+    lo, hi = lay.bounds[g]
+    lb_left = False
+    for kind, ref in left:
+        if kind == "x":
+            moves.refetch.add((NETWORK_INPUT, ref))
+            continue
+        moves.spilled[ref] = True
+        if kind == "out" and lay.internal[ref]:
+            lb_left = True
+        for c in st.consumers[ref]:
+            if lo <= c <= hi:
+                moves.refetch.add((ref, c))
+    return lb_left
+
+
+def _lf_keep_states(st: _Static, moves: _Moves, lo: int, hi: int, room: float, used: float) -> float:
+    """Keep states resident in ``room`` bits, earliest layer first: ``R_l = min(S_l, room left)``;
+    returns the on-chip use ``used`` plus what they take."""
+    for j in range(lo, hi + 1):
+        if st.s[j] > 0 and room > 0:
+            moves.resident[j] = min(st.s[j], room)
+            room -= moves.resident[j]
+            used += moves.resident[j]
+    return used
+
+
+def _lf_group(st: _Static, lay: _Layout, moves: _Moves, g: int, n: int, M: float, hw: Hardware) -> _GroupUse:
+    """A fused group of ``n`` chunks in a memory of ``M`` bits (module docstring).
+
+    Weights first, smallest first: kept ones are read once (``W_l``), the rest ``n OX_l W_l``; then one
+    state column tile ``max S_l / OX_l``; then the spike tensors; what room is left keeps states resident
+    when ``n > 1``. The stack fits when its weights, the tile and its line buffers all fit. The weight
+    buffer is filled ``n`` times per layer when the stack's weights fit it, else ``n OX_l`` times.
+    """
+    lo, hi = lay.bounds[g]
+    idx = range(lo, hi + 1)
+    wops = [(st.w[j], j, j) for j in idx if st.w[j] > 0]
+    w_kept, w_left, used = _fit(wops, M)
+    for j in w_kept:
+        moves.weight_reads[j] = st.w[j]
+    for j in w_left:
+        moves.weight_reads[j] = n * st.ox[j] * st.w[j]
+    room = M - used
+    tiles = [st.s[j] / st.ox[j] for j in idx if st.s[j] > 0]
+    tile = max(tiles) if tiles else 0.0
+    tile_ok = tile <= room
+    if tile_ok:
+        room -= tile
+        used += tile
+    sops, line_buffers = _lf_spike_operands(st, lay, g)
+    _, s_left, s_used = _fit(sops, room)
+    room -= s_used
+    used += s_used
+    lb_left = _lf_spill(st, lay, moves, s_left, g)
+    if n > 1:
+        used = _lf_keep_states(st, moves, lo, hi, room, used)
+    working = sum(o[0] for o in wops) + tile + line_buffers
+    fits = not w_left and tile_ok and not lb_left
+    wsum = float(st.w[lo : hi + 1].sum())
+    fill = 1.0 if wsum <= hw.weight_buffer.size_bits else None
+    for j in idx:
+        moves.weight_fills[j] = n * (fill if fill is not None else st.ox[j])
+    return _GroupUse(False, working, fits, used)
+
+
+def _group_report(workload: Workload, lay: _Layout, moves: _Moves, g: int, bs: tuple, use: _GroupUse) -> GroupReport:
+    """The :class:`GroupReport` of group ``g`` after its rules ran."""
+    b0, b1 = lay.spans[g]
+    lo, hi = lay.bounds[g]
+    spilled_here = [j for j in range(lo, hi + 1) if moves.spilled[j]]
+    return GroupReport(
+        blocks=(b0, b1),
+        layers=(lo, hi),
+        batch=bs[b0].batch,
+        fused=bs[b0].fused,
+        chunks=workload.time_steps // bs[b0].batch,
+        persistent=use.persistent,
+        resident_state_bits=int(float(moves.resident[lo : hi + 1].sum())),
+        working_set_bits=int(use.working),
+        fits=bool(use.fits),
+        spilled=tuple(workload.layers[j].name for j in spilled_here),
+    )
+
+
+class _Traffic(NamedTuple):
+    """Off-chip bits per layer over ``T`` steps ((L,) each), and the bits each layer moves from the shared
+    memory into its input buffer (``reads_onchip``, for the on-chip energy)."""
+
+    state_reads: np.ndarray
+    state_writes: np.ndarray
+    spike_writes: np.ndarray
+    spike_reads: np.ndarray
+    input_reads: np.ndarray
+    reads_onchip: np.ndarray
+
+
+def _traffic(st: _Static, lay: _Layout, moves: _Moves, T: int, mode: str) -> _Traffic:
+    """Off-chip traffic from the group rules' outcome (module docstring, **States** and **Tensors**).
+
+    States, with ``n = T / B`` chunks: ``R_l + n (S_l - R_l)`` reads (``"stems"``) or ``(n - 1)(S_l - R_l)``
+    (``"ideal"``), as many writes. A spilled tensor: one write of ``T O_p``; every read ``T I_c``, times the
+    consumer's halo factor for a ``(producer, consumer)`` pair in ``refetch``.
+    """
+    n_chunks = T / lay.batch
+    nonres = st.s - moves.resident
+    if mode == "stems":
+        s_reads = moves.resident + n_chunks * nonres
+    else:
+        s_reads = (n_chunks - 1.0) * nonres
+    s_writes = s_reads.copy()
+    sp_w = np.where(moves.spilled, T * st.o, 0.0)
+    sp_r = np.zeros(st.L)
+    x_r = np.zeros(st.L)
+    reads_onchip = np.zeros(st.L)
+    refetch, spilled = moves.refetch, moves.spilled
+    for j in range(st.L):
+        factor = st.refetch[lay.fused[j]][j]
+        for src in st.inputs_of[j]:
+            halo = (src, j) in refetch
+            bits = T * st.i[j] * (factor if halo else 1.0)
+            if src == NETWORK_INPUT:
+                x_r[j] += bits
+            elif spilled[src]:
+                sp_r[j] += bits
+            reads_onchip[j] += T * st.i[j] * (factor if st.weighted[j] else 1.0)
+    return _Traffic(s_reads, s_writes, sp_w, sp_r, x_r, reads_onchip)
+
+
+def _energy(
+    st: _Static, hw: Hardware, lay: _Layout, moves: _Moves, tr: _Traffic, T: int, mode: str
+) -> tuple[float, float]:
+    """``(off-chip, on-chip)`` energy in pJ (module docstring, **Energy**).
+
+    Off-chip: reads x ``(e_rd(DRAM) + e_wr(shared))`` + writes x ``(e_rd(shared) + e_wr(DRAM))``. On-chip:
+    PE operand reads + weight-buffer fills ``sum fills_l W_l (e_rd(shared) + e_wr(weight buffer))`` + input
+    fills + states moved once per chunk (``n``, or ``n - 1`` in the ideal mode) + output writes.
+    """
+    sh, dram, wb = hw.shared, hw.dram, hw.weight_buffer
+    reads = float(moves.weight_reads.sum() + tr.state_reads.sum() + tr.spike_reads.sum() + tr.input_reads.sum())
+    writes = float(tr.state_writes.sum() + tr.spike_writes.sum())
+    e_off = reads * (dram.read_energy_pj_per_bit + sh.write_energy_pj_per_bit) + writes * (
+        sh.read_energy_pj_per_bit + dram.write_energy_pj_per_bit
+    )
+    n_chunks = T / lay.batch
+    chunks_moved = n_chunks if mode == "stems" else n_chunks - 1.0
+    e_state = float((st.s * chunks_moved).sum()) * (sh.read_energy_pj_per_bit + sh.write_energy_pj_per_bit)
+    e_wfill = float((moves.weight_fills * st.w).sum()) * (sh.read_energy_pj_per_bit + wb.write_energy_pj_per_bit)
+    e_ifill = float((tr.reads_onchip * st.in_fill_pj).sum())
+    e_on = st.pe_read_pj + e_wfill + e_ifill + e_state + st.out_write_pj
+    return float(e_off), float(e_on)
 
 
 def evaluate(workload: Workload, hardware: Hardware, schedule: Schedule, mode: str = "stems") -> Report:
@@ -212,223 +637,22 @@ def evaluate(workload: Workload, hardware: Hardware, schedule: Schedule, mode: s
     """
     _check_args(workload, hardware, schedule, mode)
     st = _static(workload, hardware)
-    T, L, M = workload.time_steps, st.L, float(hardware.memory_bits)
-    blk = workload.tables.block
+    T, M = workload.time_steps, float(hardware.memory_bits)
     bs = schedule.blocks
-    B = np.array([bs[b].batch for b in blk], dtype=np.float64)
-    fused = [bs[b].fused for b in blk]
-    # groups: runs of consecutive blocks with the same block schedule
-    group_of_block, spans = [], []
-    for b, sched in enumerate(bs):
-        if b and sched == bs[b - 1]:
-            spans[-1][1] = b
-        else:
-            spans.append([b, b])
-        group_of_block.append(len(spans) - 1)
-    g_of = [group_of_block[b] for b in blk]
-    lo_of_group = [int(np.searchsorted(blk, s[0], side="left")) for s in spans]
-    hi_of_group = [int(np.searchsorted(blk, s[1], side="right")) - 1 for s in spans]
-
-    # on-chip size of every layer's output tensor (see the module docstring)
-    Z = np.zeros(L)
-    internal = [True] * L
-    for p in range(L):
-        cons = st.consumers[p]
-        internal[p] = all(g_of[c] == g_of[p] for c in cons)
-        if internal[p] and fused[p]:
-            Z[p] = st.o[p] / st.ox[p] * st.window_cols[p] * B[p]
-        elif internal[p]:
-            Z[p] = st.o[p] * B[p]
-        else:
-            Z[p] = st.o[p] * max(B[p], max(B[c] for c in cons))
-
-    # a tensor crossing groups whose batches differ stays live through every chunk of the group with
-    # more chunks: the smaller-batch producer accumulates it, or the smaller-batch consumer drains it
-    group_held: list[set[int]] = [set() for _ in spans]
-    for p in range(L):
-        if not internal[p]:
-            for c in st.consumers[p]:
-                if B[c] > B[p]:
-                    group_held[g_of[p]].add(p)
-                elif B[p] > B[c]:
-                    group_held[g_of[c]].add(p)
-
-    spilled = np.zeros(L, dtype=bool)
-    refetch: set[tuple[int, int]] = set()  # (producer or -1, consumer) read with the halo factor
-    w_reads = np.zeros(L)
-    resident = np.zeros(L)
-    n_chunks = T / B
+    lay = _layout(workload, st, schedule)
+    moves = _Moves.empty(st.L)
     peak = 0.0
     groups: list[GroupReport] = []
-    w_fill_nodes = np.zeros(L)  # weight-buffer fills per inference, in units of W_l
-
-    for g, (b0, b1) in enumerate(spans):
-        lo, hi = lo_of_group[g], hi_of_group[g]
-        idx = range(lo, hi + 1)
+    for g, (b0, _) in enumerate(lay.spans):
         n = T // bs[b0].batch
-        is_lf = bs[b0].fused
-        persistent = False
-        res_total = 0.0
-        if not is_lf:
-            wsum = float(st.w[lo : hi + 1].sum())
-            ssum = float(st.s[lo : hi + 1].sum())
-            persistent = n > 1 and wsum + ssum <= M
-            cap = M - wsum - ssum if persistent else M
-            base = wsum + ssum if persistent else 0.0
-            fits = True
-            ws_max = 0.0
-            for j in idx:
-                ops: list[tuple[float, int, Any]] = []
-                if not persistent:
-                    if st.w[j] > 0:
-                        ops.append((st.w[j], 0, ("w", j)))
-                    if st.s[j] > 0:
-                        ops.append((st.s[j], 1, ("s", j)))
-                for src in st.inputs_of[j]:
-                    if src == NETWORK_INPUT:
-                        ops.append((st.i[j] * B[j], 2, ("x", j)))
-                    else:
-                        ops.append((Z[src], 2, ("in", src)))
-                ops.append((Z[j], 3, ("out", j)))
-                operands = set(st.inputs_of[j]) | {j}
-                for p in sorted(set(st.held[j]) | (group_held[g] - operands)):
-                    ops.append((Z[p], 4, ("held", p)))
-                need = sum(o[0] for o in ops)
-                ws_max = max(ws_max, need + base)
-                kept, left, used = _fit(ops, cap)
-                peak = max(peak, base + used)
-                if left:
-                    fits = fits and all(r[0] in ("w", "s") for r in left)
-                for kind, ref in left:
-                    if kind == "in":
-                        spilled[ref] = True
-                        refetch.add((ref, j))
-                    elif kind == "x":
-                        refetch.add((NETWORK_INPUT, j))
-                    elif kind in ("out", "held"):
-                        spilled[ref] = True
-                w_reads[j] = st.w[j] if persistent else n * st.w[j]
-                if persistent:
-                    resident[j] = st.s[j]
-                w_fill_nodes[j] = n
-            res_total = float(resident[lo : hi + 1].sum())
-            working = ws_max
+        if bs[b0].fused:
+            use = _lf_group(st, lay, moves, g, n, M, hardware)
         else:
-            # weights stay, smallest first
-            wops = [(st.w[j], j, j) for j in idx if st.w[j] > 0]
-            w_kept, w_left, used = _fit(wops, M)
-            for j in w_kept:
-                w_reads[j] = st.w[j]
-            for j in w_left:
-                w_reads[j] = n * st.ox[j] * st.w[j]
-            room = M - used
-            tiles = [st.s[j] / st.ox[j] for j in idx if st.s[j] > 0]
-            tile = max(tiles) if tiles else 0.0
-            tile_ok = tile <= room
-            if tile_ok:
-                room -= tile
-                used += tile
-            # spike tensors: line buffers, tensors leaving, entering or crossing the stack
-            sops: list[tuple[float, int, Any]] = []
-            line_buffers = 0.0
-            for j in idx:
-                sops.append((Z[j], j, ("out", j)))
-                if internal[j]:
-                    line_buffers += Z[j]
-                for src in st.inputs_of[j]:
-                    if src == NETWORK_INPUT:
-                        sops.append((st.i[j] * st.in_window_frac[j] * B[j], j, ("x", j)))
-                    elif src < lo:
-                        sops.append((Z[src], src, ("in", src)))
-            crossing = {p for p in st.held[lo] if st.last_use[p] > hi} | group_held[g]
-            for p in sorted(crossing):
-                if not any(lo <= c <= hi for c in st.consumers[p]) and not lo <= p <= hi:
-                    sops.append((Z[p], p, ("held", p)))
-            seen: set = set()
-            unique = []
-            for o in sops:
-                if o[2] not in seen:
-                    seen.add(o[2])
-                    unique.append(o)
-            s_kept, s_left, s_used = _fit(unique, room)
-            room -= s_used
-            used += s_used
-            lb_left = False
-            for kind, ref in s_left:
-                if kind == "x":
-                    refetch.add((NETWORK_INPUT, ref))
-                    continue
-                spilled[ref] = True
-                if kind == "out" and internal[ref]:
-                    lb_left = True
-                for c in st.consumers[ref]:
-                    if lo <= c <= hi:
-                        refetch.add((ref, c))
-            if n > 1:
-                for j in idx:
-                    if st.s[j] > 0 and room > 0:
-                        resident[j] = min(st.s[j], room)
-                        room -= resident[j]
-                        used += resident[j]
-            res_total = float(resident[lo : hi + 1].sum())
-            peak = max(peak, used)
-            working = sum(o[0] for o in wops) + tile + line_buffers
-            fits = not w_left and tile_ok and not lb_left
-            wsum = float(st.w[lo : hi + 1].sum())
-            fill = 1.0 if wsum <= hardware.weight_buffer.size_bits else None
-            for j in idx:
-                w_fill_nodes[j] = n * (fill if fill is not None else st.ox[j])
-        spilled_here = [j for j in idx if spilled[j]]
-        groups.append(
-            GroupReport(
-                blocks=(b0, b1),
-                layers=(lo, hi),
-                batch=bs[b0].batch,
-                fused=is_lf,
-                chunks=n,
-                persistent=persistent,
-                resident_state_bits=int(res_total),
-                working_set_bits=int(working),
-                fits=bool(fits),
-                spilled=tuple(workload.layers[j].name for j in spilled_here),
-            )
-        )
-
-    # -- off-chip traffic (bits over T steps) ------------------------------------------------------------
-    nonres = st.s - resident
-    if mode == "stems":
-        s_reads = resident + n_chunks * nonres
-    else:
-        s_reads = (n_chunks - 1.0) * nonres
-    s_writes = s_reads.copy()
-    sp_w = np.where(spilled, T * st.o, 0.0)
-    sp_r = np.zeros(L)
-    x_r = np.zeros(L)
-    reads_onchip = np.zeros(L)  # bits each layer moves from the shared memory into its input buffer
-    for j in range(L):
-        factor = st.refetch[fused[j]][j]
-        for src in st.inputs_of[j]:
-            halo = (src, j) in refetch
-            bits = T * st.i[j] * (factor if halo else 1.0)
-            if src == NETWORK_INPUT:
-                x_r[j] += bits
-            elif spilled[src]:
-                sp_r[j] += bits
-            reads_onchip[j] += T * st.i[j] * (factor if st.weighted[j] else 1.0)
-
-    # -- energy (pJ) -------------------------------------------------------------------------------------
-    sh, dram, wb = hardware.shared, hardware.dram, hardware.weight_buffer
-    reads = float(w_reads.sum() + s_reads.sum() + sp_r.sum() + x_r.sum())
-    writes = float(s_writes.sum() + sp_w.sum())
-    e_off = reads * (dram.read_energy_pj_per_bit + sh.write_energy_pj_per_bit) + writes * (
-        sh.read_energy_pj_per_bit + dram.write_energy_pj_per_bit
-    )
-    chunks_moved = n_chunks if mode == "stems" else n_chunks - 1.0
-    e_state = float((st.s * chunks_moved).sum()) * (sh.read_energy_pj_per_bit + sh.write_energy_pj_per_bit)
-    e_wfill = float((w_fill_nodes * st.w).sum()) * (sh.read_energy_pj_per_bit + wb.write_energy_pj_per_bit)
-    e_ifill = float((reads_onchip * st.in_fill_pj).sum())
-    e_on = st.pe_read_pj + e_wfill + e_ifill + e_state + st.out_write_pj
-
+            use = _lbl_group(st, lay, moves, g, n, M)
+        peak = max(peak, use.peak)
+        groups.append(_group_report(workload, lay, moves, g, bs, use))
+    tr = _traffic(st, lay, moves, T, mode)
+    e_off, e_on = _energy(st, hardware, lay, moves, tr, T, mode)
     return Report(
         workload=workload.name,
         schedule=schedule,
@@ -436,14 +660,14 @@ def evaluate(workload: Workload, hardware: Hardware, schedule: Schedule, mode: s
         memory_bits=int(M),
         time_steps=T,
         layer_names=tuple(x.name for x in workload.layers),
-        weight_read_bits=w_reads,
-        state_read_bits=s_reads,
-        state_write_bits=s_writes,
-        spike_read_bits=sp_r,
-        spike_write_bits=sp_w,
-        input_read_bits=x_r,
-        offchip_energy_pj=float(e_off),
-        onchip_energy_pj=float(e_on),
+        weight_read_bits=moves.weight_reads,
+        state_read_bits=tr.state_reads,
+        state_write_bits=tr.state_writes,
+        spike_read_bits=tr.spike_reads,
+        spike_write_bits=tr.spike_writes,
+        input_read_bits=tr.input_reads,
+        offchip_energy_pj=e_off,
+        onchip_energy_pj=e_on,
         mac_energy_pj=float(st.mac_pj),
         peak_onchip_bits=int(peak),
         groups=tuple(groups),

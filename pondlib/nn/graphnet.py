@@ -174,6 +174,136 @@ def _sccs(names: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
     return out
 
 
+def _check_edge_ends(modules: dict, edges: tuple[tuple[str, str], ...]) -> None:
+    """Every edge joins module names, ``'input'`` only as a source and ``'output'`` only as a target."""
+    for a, b in edges:
+        for end, nm in (("source", a), ("target", b)):
+            ok = nm in modules or (nm == INPUT and end == "source") or (nm == OUTPUT and end == "target")
+            if not ok:
+                raise GraphError(
+                    f"edge {end} is not a node",
+                    value=(a, b),
+                    limit=sorted(modules),
+                    where="GraphNetwork",
+                    fix="name modules, 'input' or 'output' only",
+                )
+
+
+def _adjacency(names: list[str], edges: tuple[tuple[str, str], ...]) -> tuple[dict, dict]:
+    """``(succ, pred)``: successors between modules (boundary edges left out), and the sources of every
+    module and of ``'output'``, in edge order."""
+    succ: dict[str, list[str]] = {n: [] for n in names}
+    pred: dict[str, list[str]] = {n: [] for n in names + [OUTPUT]}
+    for a, b in edges:
+        if a != INPUT and b != OUTPUT:
+            succ[a].append(b)
+        pred[b].append(a)
+    return succ, pred
+
+
+def _check_sizes(modules: dict, edges: tuple, pred: dict, input_shape: tuple | None) -> tuple[dict, int]:
+    """``(sizes, N_in)``: the flat size of every node's output (``'input'``: ``prod(input_shape)``, else the
+    ``size_in`` of a module it feeds, else 0); every edge into a node carries its ``size_in`` (into
+    ``'output'``: one common size) and every module has an input."""
+    names = list(modules)
+    sizes = {n: m.size_out for n, m in modules.items()}
+    n_in_guess = [modules[b].size_in for a, b in edges if a == INPUT and b != OUTPUT]
+    n_in = int(np.prod(input_shape)) if input_shape is not None else (n_in_guess[0] if n_in_guess else 0)
+    sizes[INPUT] = n_in
+    for b in names + [OUTPUT]:
+        want = modules[b].size_in if b != OUTPUT else None
+        for a in pred[b]:
+            if want is None:
+                want = sizes[a]
+            if sizes[a] != want:
+                raise GraphError(
+                    "edge sizes differ",
+                    value=f"{a} gives {sizes[a]}",
+                    limit=f"{b} takes {want}",
+                    where=f"edge {a} -> {b}",
+                    fix="check the shapes of both nodes",
+                )
+        if b != OUTPUT and not pred[b]:
+            raise GraphError(
+                "node has no input",
+                value=b,
+                limit="an edge into every node",
+                where="GraphNetwork",
+                fix="connect the node or remove it",
+            )
+    return sizes, n_in
+
+
+def _check_connected(names: list[str], edges: tuple, pred: dict, n_in: int) -> None:
+    """An edge into ``'output'``, at least one input channel, and every module reachable from ``'input'``."""
+    if not pred[OUTPUT]:
+        raise GraphError("no edge into 'output'", where="GraphNetwork", fix="add an edge (last_node, 'output')")
+    if n_in <= 0:
+        raise GraphError(
+            "no edge from 'input'",
+            value=0,
+            limit="at least one input channel",
+            where="GraphNetwork",
+            fix="add an edge ('input', first_node), or pass input_shape",
+        )
+    unreachable = sorted(set(names) - _reachable(edges))
+    if unreachable:
+        raise GraphError(
+            "nodes unreachable from 'input'",
+            value=unreachable,
+            limit="a path from 'input' to every node",
+            where="GraphNetwork",
+            fix="connect the nodes to the input or remove them",
+        )
+
+
+def _delayed_edges(modules: dict, succ: dict, edges: tuple) -> set[tuple[str, str]]:
+    """The edges that carry the previous step: ``u -> v`` inside a cycle (a strongly connected component
+    of several nodes, or a self-loop) whose source ``u`` is stateful (module docstring)."""
+    names = list(modules)
+    stateful = {n: _is_stateful(m) for n, m in modules.items()}
+    comp_of: dict[str, int] = {}
+    for ci, comp in enumerate(_sccs(names, succ)):
+        for n in comp:
+            comp_of[n] = ci
+    cyclic = {ci for ci in set(comp_of.values()) if sum(1 for n in comp_of if comp_of[n] == ci) > 1}
+    cyclic |= {comp_of[a] for a, b in edges if a == b}
+    return {
+        (a, b)
+        for a, b in edges
+        if a not in (INPUT,) and b != OUTPUT and comp_of[a] == comp_of[b] and comp_of[a] in cyclic and stateful[a]
+    }
+
+
+def _evaluation_order(names: list[str], succ: dict, edges: tuple, delayed: set) -> list[str]:
+    """A topological order of the modules on the edges that are not delayed (Kahn, stable in insertion
+    order); a GraphError for an algebraic loop (a cycle without a stateful node)."""
+    indeg = {n: 0 for n in names}
+    for a, b in edges:
+        if a != INPUT and b != OUTPUT and (a, b) not in delayed:
+            indeg[b] += 1
+    ready = [n for n in names if indeg[n] == 0]
+    order: list[str] = []
+    while ready:
+        n = ready.pop(0)
+        order.append(n)
+        for b in succ[n]:
+            if (n, b) not in delayed:
+                indeg[b] -= 1
+                if indeg[b] == 0:
+                    ready.append(b)
+    if len(order) != len(names):
+        loop = sorted(set(names) - set(order))
+        raise GraphError(
+            "algebraic loop: a cycle without a stateful node",
+            value=loop,
+            limit="a neuron or delay on every cycle",
+            where="GraphNetwork",
+            fix="insert a stateful node (neuron, Delay) into the cycle",
+        )
+    return order
+
+
 class GraphNetwork(eqx.Module):
     """Modules wired by named edges; ``"input"`` and ``"output"`` are the graph boundary.
 
@@ -204,106 +334,15 @@ class GraphNetwork(eqx.Module):
     def __init__(self, modules: dict, edges: Any, *, input_shape: Any = None, output_shape: Any = None) -> None:
         modules = _check_modules(modules)
         edges = _check_edges(edges)
-        for a, b in edges:
-            for end, nm in (("source", a), ("target", b)):
-                ok = nm in modules or (nm == INPUT and end == "source") or (nm == OUTPUT and end == "target")
-                if not ok:
-                    raise GraphError(
-                        f"edge {end} is not a node",
-                        value=(a, b),
-                        limit=sorted(modules),
-                        where="GraphNetwork",
-                        fix="name modules, 'input' or 'output' only",
-                    )
+        _check_edge_ends(modules, edges)
         input_shape = None if input_shape is None else _check_shape(input_shape, "input_shape")
         output_shape = None if output_shape is None else _check_shape(output_shape, "output_shape")
         names = list(modules)
-        succ: dict[str, list[str]] = {n: [] for n in names}
-        pred: dict[str, list[str]] = {n: [] for n in names + [OUTPUT]}
-        for a, b in edges:
-            if a != INPUT and b != OUTPUT:
-                succ[a].append(b)
-            pred[b].append(a)
-        sizes = {n: m.size_out for n, m in modules.items()}
-        n_in_guess = [modules[b].size_in for a, b in edges if a == INPUT and b != OUTPUT]
-        n_in = int(np.prod(input_shape)) if input_shape is not None else (n_in_guess[0] if n_in_guess else 0)
-        sizes[INPUT] = n_in
-        for b in names + [OUTPUT]:
-            want = modules[b].size_in if b != OUTPUT else None
-            for a in pred[b]:
-                if want is None:
-                    want = sizes[a]
-                if sizes[a] != want:
-                    raise GraphError(
-                        "edge sizes differ",
-                        value=f"{a} gives {sizes[a]}",
-                        limit=f"{b} takes {want}",
-                        where=f"edge {a} -> {b}",
-                        fix="check the shapes of both nodes",
-                    )
-            if b != OUTPUT and not pred[b]:
-                raise GraphError(
-                    "node has no input",
-                    value=b,
-                    limit="an edge into every node",
-                    where="GraphNetwork",
-                    fix="connect the node or remove it",
-                )
-        if not pred[OUTPUT]:
-            raise GraphError("no edge into 'output'", where="GraphNetwork", fix="add an edge (last_node, 'output')")
-        if n_in <= 0:
-            raise GraphError(
-                "no edge from 'input'",
-                value=0,
-                limit="at least one input channel",
-                where="GraphNetwork",
-                fix="add an edge ('input', first_node), or pass input_shape",
-            )
-        unreachable = sorted(set(names) - _reachable(edges))
-        if unreachable:
-            raise GraphError(
-                "nodes unreachable from 'input'",
-                value=unreachable,
-                limit="a path from 'input' to every node",
-                where="GraphNetwork",
-                fix="connect the nodes to the input or remove them",
-            )
-        stateful = {n: _is_stateful(m) for n, m in modules.items()}
-        comp_of: dict[str, int] = {}
-        for ci, comp in enumerate(_sccs(names, succ)):
-            for n in comp:
-                comp_of[n] = ci
-        cyclic = {ci for ci in set(comp_of.values()) if sum(1 for n in comp_of if comp_of[n] == ci) > 1}
-        cyclic |= {comp_of[a] for a, b in edges if a == b}
-        delayed = {
-            (a, b)
-            for a, b in edges
-            if a not in (INPUT,) and b != OUTPUT and comp_of[a] == comp_of[b] and comp_of[a] in cyclic and stateful[a]
-        }
-        # topological order on the kept edges (Kahn, stable in insertion order)
-        indeg = {n: 0 for n in names}
-        for a, b in edges:
-            if a != INPUT and b != OUTPUT and (a, b) not in delayed:
-                indeg[b] += 1
-        ready = [n for n in names if indeg[n] == 0]
-        order: list[str] = []
-        while ready:
-            n = ready.pop(0)
-            order.append(n)
-            for b in succ[n]:
-                if (n, b) not in delayed:
-                    indeg[b] -= 1
-                    if indeg[b] == 0:
-                        ready.append(b)
-        if len(order) != len(names):
-            loop = sorted(set(names) - set(order))
-            raise GraphError(
-                "algebraic loop: a cycle without a stateful node",
-                value=loop,
-                limit="a neuron or delay on every cycle",
-                where="GraphNetwork",
-                fix="insert a stateful node (neuron, Delay) into the cycle",
-            )
+        succ, pred = _adjacency(names, edges)
+        sizes, n_in = _check_sizes(modules, edges, pred, input_shape)
+        _check_connected(names, edges, pred, n_in)
+        delayed = _delayed_edges(modules, succ, edges)
+        order = _evaluation_order(names, succ, edges, delayed)
         self.modules = modules
         self.edges = edges
         self.order = tuple(order)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pondlib import nn
-from pondlib.errors import NIRError
+from pondlib.errors import GraphError, NIRError
 from pondlib.interop.nir import from_nir, load_nir, write
 from pondlib.nn import neurons
 from tests.strategies import assert_pond_error, non_finite_arrays, wrong_dtype_arrays
@@ -400,3 +400,47 @@ def test_tau_below_tolerance_is_refused_naming_tau_and_dt(factor):
 def test_exp_decay_is_unchanged_at_tau_equal_dt():
     n = neurons.CubaLIF(1, tau_syn=DT, tau_mem=2 * DT, dt=DT, decay="exp")
     assert float(n.parameters().a_syn[0]) == pytest.approx(np.exp(-1.0), rel=1e-6)
+
+
+# -- the graph an import runs on: GraphNetwork's structure rules ----------------------------------------
+def _eye(n=2):
+    return nn.Linear(n, n, weight=np.eye(n))
+
+
+@pytest.mark.parametrize(
+    "modules, edges, kwargs, parts",
+    [
+        ({"a": _eye(), "b": _eye()}, [("input", "a"), ("a", "output")], {}, ["node has no input", "got b"]),
+        ({"a": _eye()}, [("input", "a")], {}, ["no edge into 'output'"]),
+        ({"a": _eye()}, [("a", "a"), ("a", "output")], {}, ["no edge from 'input'", "got 0"]),
+        ({"a": _eye()}, [("input", "a"), ("a", "output")], {"output_shape": (3,)}, ["output shape", "2 elements"]),
+        (
+            {"a": _eye(), "b": nn.Linear(2, 3, weight=np.ones((2, 3)))},
+            [("input", "a"), ("input", "b"), ("a", "output"), ("b", "output")],
+            {},
+            ["edge b -> output", "edge sizes differ", "got b gives 3", "output takes 2"],
+        ),
+    ],
+)
+def test_graph_network_structure_refusals(modules, edges, kwargs, parts):
+    with pytest.raises(GraphError, match=".*".join(p.replace("(", r"\(").replace(")", r"\)") for p in parts)):
+        nn.GraphNetwork(modules, edges, **kwargs)
+
+
+def test_graph_network_cuts_cycles_at_stateful_sources_only():
+    # input -> w_in -> lif -> w_rec -> lif, lif -> output: the one delayed edge, lif -> w_rec, leaves the LIF,
+    # so w_rec reads the previous step's spikes and runs before the LIF
+    mods = {"w_in": _eye(), "lif": nn.LIF(2, threshold=0.5), "w_rec": _eye()}
+    edges = [("input", "w_in"), ("w_in", "lif"), ("lif", "w_rec"), ("w_rec", "lif"), ("lif", "output")]
+    net = nn.GraphNetwork(mods, edges)
+    assert net.recurrent and net.delayed_nodes == ("lif",)
+    assert net.order == ("w_in", "w_rec", "lif")
+    assert net.sources == ((("input", False),), (("lif", True),), (("w_in", False), ("w_rec", False)))
+    assert (net.out_sources, net.input_shape, net.output_shape) == (("lif",), (2,), (2,))
+    # a self-loop on a stateful node is delayed too; an acyclic graph keeps insertion order
+    loop = nn.GraphNetwork({"lif": nn.LIF(2)}, [("input", "lif"), ("lif", "lif"), ("lif", "output")])
+    assert loop.recurrent and loop.sources == ((("input", False), ("lif", True)),)
+    flat = nn.GraphNetwork(
+        {"b": _eye(), "a": _eye()}, [("input", "b"), ("input", "a"), ("a", "output"), ("b", "output")]
+    )
+    assert not flat.recurrent and flat.order == ("b", "a") and flat.out_sources == ("a", "b")

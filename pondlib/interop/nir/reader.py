@@ -3,7 +3,6 @@ for the conventions, discretization and reset choices this module makes explicit
 
 from __future__ import annotations
 
-import math
 import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,14 +11,16 @@ from typing import Any
 import numpy as np
 
 from pondlib.errors import GraphError, NIRError, PondError
-from pondlib.interop.nir.common import CONVENTIONS, RESETS
+from pondlib.interop.nir._detect import detect_convention
+from pondlib.interop.nir._fields import _arr, _graph_edges, _graph_nodes, _int, _ints, _meta, _mstr, _port, _shape_of
+from pondlib.interop.nir.common import RESETS
 from pondlib.interop.nir.common import nir_package as _nir
 from pondlib.nn import LIF, Linear, Residual, Sequential, neurons
 from pondlib.nn.graphnet import INPUT, OUTPUT, GraphNetwork
 from pondlib.nn.layers import AvgPool2d, Conv1d, Conv2d, Delay, Flatten, Scale, SumPool2d
 from pondlib.nn.neurons import Threshold
 from pondlib.nn.surrogate import Surrogate
-from pondlib.validate import as_array, as_int_array, check_choice, check_float, check_int, check_readable_file
+from pondlib.validate import check_choice, check_readable_file
 
 __all__ = ["read_graph", "NIRImport", "IMPORTERS", "load_nir", "from_nir"]
 
@@ -199,56 +200,6 @@ class _Ctx:
     reset: str
     decay: str
     notes: list[str]
-
-
-def _arr(node: Any, name: str, where: str) -> np.ndarray:
-    """The node's parameter ``name`` as a finite real float64 array; a :class:`NIRError` naming the node
-    and the field for a missing parameter, strings, complex values, ragged or empty data, NaN or inf."""
-    value = getattr(node, name, None)
-    if value is None:
-        raise NIRError(f"missing parameter {name}", where=where, fix="re-export the node")
-    arr = as_array(
-        value, f"parameter {name}", where=where, error=NIRError, fix="re-export the node with finite real values"
-    )
-    return arr.astype(np.float64)
-
-
-def _meta(node: Any) -> dict:
-    m = getattr(node, "metadata", None)
-    return m if isinstance(m, dict) else {}
-
-
-def _mstr(meta: dict, key: str, default: str = "") -> str:
-    v = meta.get(key, default)
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
-def _ints(value: Any, name: str = "shape", where: str = "graph", *, text: bool = False) -> Any:
-    """Whole numbers (a shape, strides, ...) as a tuple; with ``text`` a padding string such as
-    ``"same"`` is returned unchanged.
-
-    A :class:`NIRError` naming ``where`` and ``name`` for strings, fractions, NaN, ``None``."""
-    if text and isinstance(value, np.ndarray) and value.dtype.kind in "SU" and value.size == 1:
-        value = value.reshape(()).item()
-    if text and isinstance(value, (str, bytes)):
-        return value.decode() if isinstance(value, bytes) else value
-    arr = as_int_array(
-        value,
-        name,
-        where=where,
-        error=NIRError,
-        allow_empty=True,
-        fix="re-export the node with whole numbers",
-    )
-    return tuple(int(v) for v in arr.reshape(-1))
-
-
-def _int(value: Any, name: str, where: str) -> int:
-    return check_int(value, name, where=where, error=NIRError, fix="re-export the node with a whole number")
-
-
-def _shape_of(arr: np.ndarray) -> tuple[int, ...]:
-    return tuple(int(d) for d in arr.shape) or (1,)
 
 
 def _imp_linear(node, name, in_shape, ctx):
@@ -440,172 +391,6 @@ IMPORTERS: dict[str, Callable] = {
 }
 
 
-def _detect(graph: Any, dt: float | None, convention: str, notes: list[str]) -> tuple[str, float, str]:
-    """(convention, dt, decay) following the table in the module docstring."""
-    nir = _nir()
-    meta = _meta(graph)
-    check_choice(
-        convention,
-        "convention",
-        sorted(CONVENTIONS),
-        error=NIRError,
-        fix="pass one of the listed conventions, or 'auto'",
-    )
-    conv = CONVENTIONS[convention]
-    if dt is not None:
-        dt = check_float(
-            dt, "dt", lo=0.0, lo_open=True, error=NIRError, fix="pass the exporter's time step in seconds, e.g. dt=1e-4"
-        )
-    pondlib_file = "pondlib_format" in meta
-    if conv == "pondlib" or (conv == "auto" and pondlib_file):
-        if not pondlib_file:
-            raise NIRError("convention='pondlib' but the file has no pondlib metadata", fix="use convention='auto'")
-        file_dt = float(meta.get("pondlib_dt", float("nan")))
-        if dt is not None and math.isfinite(file_dt) and not math.isclose(dt, file_dt, rel_tol=1e-9):
-            notes.append(
-                f"pondlib file written with dt = {file_dt}; pondlib LIF layers keep it, other neurons use dt = {dt}"
-            )
-        use = dt if dt is not None else (file_dt if math.isfinite(file_dt) else 1e-3)
-        notes.append(f"convention: pondlib (metadata), dt = {use}")
-        return "pondlib", use, "euler"
-
-    # collect (tau, r, tau_syn, w_in) of every neuron, nested graphs included
-    taus: list[tuple[np.ndarray, np.ndarray]] = []
-    syns: list[tuple[np.ndarray, np.ndarray]] = []
-    has_dt_node = False
-
-    def walk(g, prefix):
-        nonlocal has_dt_node
-        for key, node in _graph_nodes(g, prefix.rstrip(".") or "graph").items():
-            kind, name = type(node).__name__, f"{prefix}{key}"
-            if isinstance(node, nir.NIRGraph):
-                walk(node, name + ".")
-            elif kind in ("LIF", "LI"):
-                taus.append(_pair(node, "tau", "r", name))
-            elif kind in ("CubaLIF", "CubaLI"):
-                taus.append(_pair(node, "tau_mem", "r", name))
-                syns.append(_pair(node, "tau_syn", "w_in", name))
-            elif kind == "Delay":
-                has_dt_node = True
-
-    walk(graph, "")
-    if not taus:
-        if dt is None:
-            if has_dt_node:
-                raise NIRError(
-                    "dt is required",
-                    value=None,
-                    limit="the exporter's step in seconds",
-                    fix="this graph has Delay nodes (seconds): pass dt=...",
-                )
-            notes.append("no time constants in the graph: dt does not change the dynamics; dt = 1e-3")
-            dt = 1e-3
-        notes.append(f"convention: {conv if conv != 'auto' else 'unit'} (no leaky neurons), dt = {dt}")
-        return (conv if conv != "auto" else "unit"), dt, "euler"
-
-    tau = np.concatenate([t for t, _ in taus])
-    r = np.concatenate([q for _, q in taus])
-    ts = np.concatenate([t for t, _ in syns]) if syns else np.zeros(0)
-    w = np.concatenate([q for _, q in syns]) if syns else np.zeros(0)
-    unit = np.allclose(r, 1.0, rtol=1e-6) and np.allclose(w, 1.0, rtol=1e-6)
-    implied = np.concatenate([tau / np.where(r != 0, r, np.nan), ts / np.where(w != 0, w, np.nan)])
-    scaled = bool(np.all(np.isfinite(implied)) and np.all(implied > 0) and np.ptp(implied) <= 1e-3 * np.median(implied))
-    rock_dt = _rockpool_dt(tau, r)
-
-    if conv == "auto":
-        if unit:
-            conv = "unit"
-        elif scaled and rock_dt is not None:  # one neuron fits both: prefer the given/rounder dt
-            d_s = float(np.median(implied))
-            pick = (lambda d: abs(d - dt) / dt) if dt is not None else _roundness
-            conv = "rockpool" if pick(rock_dt) < pick(d_s) else "dt_scaled"
-            notes.append(f"parameters fit dt_scaled (dt = {d_s:.6g}) and rockpool (dt = {rock_dt:.6g}); chose {conv}")
-        elif scaled:
-            conv = "dt_scaled"
-        elif rock_dt is not None:
-            conv = "rockpool"
-        else:
-            conv = "unknown"
-        notes.append(f"convention detected: {conv}")
-    else:
-        notes.append(f"convention given: {conv}")
-    if conv == "dt_scaled":
-        file_dt = float(f"{np.median(implied):.6g}") if scaled else None
-        if dt is None:
-            if file_dt is None:
-                raise NIRError("dt is required", fix="tau/r differs between neurons: pass dt=...")
-            dt = file_dt
-            notes.append(f"dt = {dt} s read from r = tau/dt (snnTorch/Lava)")
-        elif file_dt is not None and not math.isclose(dt, file_dt, rel_tol=1e-3):
-            notes.append(
-                f"the file's r = tau/dt implies dt = {file_dt} s; simulating with dt = {dt} s changes the dynamics"
-            )
-    elif conv == "rockpool":
-        if dt is None:
-            if rock_dt is None:
-                raise NIRError("dt is required", fix="pass dt=...")
-            dt = float(f"{rock_dt:.6g}")
-            notes.append(f"dt = {dt} s solved from r = tau exp(-dt/tau)/dt (Rockpool)")
-        notes.append("decay: exp (Rockpool's discrete model), input gain dt/tau r")
-        return conv, dt, "exp"
-    elif dt is None:
-        raise NIRError(
-            "dt is required",
-            value=None,
-            limit="the exporter's step in seconds",
-            where=f"convention {conv}",
-            fix="NIR files do not store dt and this one does not imply it (r = 1): pass "
-            "the exporter's dt, e.g. from_nir(path, dt=1e-4)",
-        )
-    if conv == "unknown":
-        notes.append(
-            f"parameters match no known convention: forward Euler with dt = {dt} s as stated "
-            f"by the NIR equations; pass convention= to override"
-        )
-    return conv, dt, "euler"
-
-
-def _pair(node: Any, tau: str, gain: str, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """A neuron's time constant and gain, flat and of one size (a scalar is broadcast)."""
-    t, q = _arr(node, tau, name).ravel(), _arr(node, gain, name).ravel()
-    if t.size != q.size and 1 not in (t.size, q.size):
-        raise NIRError(
-            f"parameter {gain} size",
-            value=q.size,
-            limit=f"1 or {t.size} (the size of {tau})",
-            where=name,
-            fix="give every parameter of the neuron one value per neuron",
-        )
-    n = max(t.size, q.size)
-    return np.broadcast_to(t, (n,)), np.broadcast_to(q, (n,))
-
-
-def _roundness(d: float) -> float:
-    """Relative distance of ``d`` to the nearest number with two significant digits."""
-    e = 10.0 ** (math.floor(math.log10(d)) - 1)
-    return abs(d - round(d / e) * e) / d
-
-
-def _rockpool_dt(tau: np.ndarray, r: np.ndarray) -> float | None:
-    """The dt solving ``r = tau exp(-dt/tau) / dt`` for every neuron, or None."""
-    if np.any(r <= 0) or np.any(tau <= 0):
-        return None
-    sols = []
-    for t, q in zip(tau, r):
-        lo, hi = t * 1e-9, t * 50.0  # f(dt) = t e^{-dt/t}/dt decreases on (0, inf)
-        f = lambda d, t=t, q=q: t * math.exp(-d / t) / d - q
-        if f(lo) < 0 or f(hi) > 0:
-            return None
-        for _ in range(200):
-            mid = math.sqrt(lo * hi)
-            lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
-        sols.append(math.sqrt(lo * hi))
-    sols = np.asarray(sols)
-    if np.ptp(sols) > 1e-3 * np.median(sols) or np.median(sols) >= np.min(tau):
-        return None
-    return float(np.median(sols))
-
-
 def _inline(graph: Any, prefix: str, ctx: _Ctx) -> tuple[dict, list, str, str, Any, Any]:
     """Flatten nested graphs: returns (nodes, edges, input_name, output_name, in_shape, out_decl)."""
     nir = _nir()
@@ -669,56 +454,6 @@ def _inline(graph: Any, prefix: str, ctx: _Ctx) -> tuple[dict, list, str, str, A
         )
     out_decl = _port(graph_nodes[outs[0]], "output_type", "output", prefix + outs[0], required=False)
     return nodes, edges, name_in, name_out, in_shape, out_decl
-
-
-def _graph_nodes(graph: Any, where: str) -> dict[str, Any]:
-    """``graph.nodes`` as a dict of str names; a :class:`NIRError` when it is not one."""
-    nodes = getattr(graph, "nodes", None)
-    if not isinstance(nodes, dict):
-        raise NIRError(
-            "graph nodes",
-            value=type(nodes).__name__,
-            limit="a dict name -> node",
-            where=where,
-            fix="re-export the graph",
-        )
-    return {str(k): n for k, n in nodes.items()}
-
-
-def _graph_edges(graph: Any, where: str) -> list[tuple[str, str]]:
-    """``graph.edges`` as (source, target) name pairs; a :class:`NIRError` naming a malformed edge."""
-    edges = getattr(graph, "edges", None)
-    if edges is None or isinstance(edges, (str, bytes, dict)):
-        raise NIRError("graph edges", value=type(edges).__name__, limit="a list of (source, target) pairs", where=where)
-    out = []
-    for e in edges:
-        items = list(e) if isinstance(e, (list, tuple, np.ndarray)) else None
-        if items is None or len(items) != 2 or not all(isinstance(v, (str, bytes, np.str_, np.bytes_)) for v in items):
-            raise NIRError(
-                "edge",
-                value=repr(e)[:80],
-                limit="a (source, target) pair of node names",
-                where=where,
-                fix="repair the graph's edges",
-            )
-        a, b = (v.decode() if isinstance(v, (bytes, np.bytes_)) else str(v) for v in items)
-        out.append((a, b))
-    return out
-
-
-def _port(node: Any, attr: str, key: str, where: str, required: bool = True) -> Any:
-    """The declared shape ``node.<attr>[key]`` of an Input/Output node (None when absent and optional)."""
-    types = getattr(node, attr, None)
-    value = types.get(key) if isinstance(types, dict) else None
-    if value is None and required:
-        raise NIRError(
-            f"{attr}[{key!r}]",
-            value=None,
-            limit="the shape of one time step",
-            where=where,
-            fix="re-export the graph with the Input node's shape",
-        )
-    return value
 
 
 def _import_node(node, name, in_shape, ctx):
@@ -786,58 +521,27 @@ def _build_chain(nodes, edges, s_in, s_out, in_shape, ctx, where):
     return out
 
 
-def load_nir(
-    source: Any, *, dt: float | None, convention: str = "auto", reset: str = "v_reset", decay: str | None = None
-) -> NIRImport:
-    """Import a NIR file or ``nir.NIRGraph`` and report every assumption.
-
-    Args:
-        source: a path to a ``.nir`` file, or a ``nir.NIRGraph``.
-        dt: the simulation step in seconds; ``None`` takes it from the file where the convention
-            implies it (pondlib metadata, ``r = tau/dt``, Rockpool), else raises ``NIRError``.
-        convention: ``"auto"`` or one of :data:`CONVENTIONS` (see the module docstring).
-        reset: ``"v_reset"`` (NIR >= 1.0.6, default), ``"zero"`` or ``"subtract"`` (NIR <= 1.0.5).
-        decay: override the leak discretization (``"euler"`` or ``"exp"``).
-
-    Returns:
-        :class:`NIRImport` with the module, the convention, dt, reset and notes.
-
-    Raises:
-        NIRError: unreadable or malformed files, unsupported nodes, shape mismatches (naming the node,
-            the shapes and a fix), missing dt.
-    """
+def _source_graph(source: Any, notes: list[str]) -> Any:
+    """The ``nir.NIRGraph`` of ``source``: itself, or read from a path (:func:`read_graph`)."""
     nir = _nir()
-
-    notes: list[str] = []
     if isinstance(source, nir.NIRGraph):
-        graph = source
-    elif isinstance(source, (str, pathlib.Path)):
-        graph = read_graph(source, notes=notes)
-    else:
-        raise NIRError(
-            "from_nir source",
-            value=type(source).__name__,
-            limit="a path or a nir.NIRGraph",
-            fix="pass the file path or nir.read(path)",
-        )
-    check_choice(reset, "reset", RESETS, error=NIRError, fix="pass reset='v_reset', 'zero' or 'subtract'")
-    if decay is not None:
-        check_choice(decay, "decay", ("euler", "exp"), error=NIRError, fix="pass 'euler' or 'exp' (or None)")
-    conv, dt, auto_decay = _detect(graph, dt, convention, notes)
-    ctx = _Ctx(float(dt), conv, reset, decay or auto_decay, notes)
-    notes.append(
-        f"reset: {reset}"
-        + (
-            " (files cannot say; pass reset='subtract' for networks trained with reset by subtraction)"
-            if conv != "pondlib"
-            else ""
-        )
+        return source
+    if isinstance(source, (str, pathlib.Path)):
+        return read_graph(source, notes=notes)
+    raise NIRError(
+        "from_nir source",
+        value=type(source).__name__,
+        limit="a path or a nir.NIRGraph",
+        fix="pass the file path or nir.read(path)",
     )
 
-    nodes, edges, s_in, s_out, in_shape, out_decl = _inline(graph, "", ctx)
-    if not edges:
-        raise NIRError("graph has no edges", where="graph", fix="connect Input -> ... -> Output")
-    # shapes, in order of availability (cycles: neurons and weights know their own shapes)
+
+def _import_modules(nodes: dict, edges: list, s_in: str, in_shape: tuple, ctx: _Ctx) -> tuple[dict, dict, dict]:
+    """``(modules, out_shapes, preds)``: every node imported once the shape of what feeds it is known.
+
+    Shapes are propagated in order of availability; in a cycle, neurons and weights know their own shapes,
+    so only the nodes that need an input shape (:func:`_needs_input_shape`) wait for a predecessor.
+    """
     out_shapes: dict[str, tuple] = {s_in: in_shape}
     preds: dict[str, list[str]] = {}
     for a, b in edges:
@@ -858,29 +562,40 @@ def load_nir(
             raise NIRError(
                 "cannot infer shapes", value=sorted(pending), where="graph", fix="connect every node to the Input"
             )
-    # the Output node: repair a shape with the right number of elements
-    got = [out_shapes[p] for p in preds.get(s_out, []) if p in out_shapes]
+    return modules, out_shapes, preds
+
+
+def _output_shape(got: list[tuple], s_out: str, out_decl: Any, notes: list[str]) -> tuple:
+    """The shape reaching the Output node ``s_out``; a declared shape with the same number of elements is
+    repaired (Rockpool writes ``[1, 1, 1]`` for ``[1]``) with a note, any other mismatch refused."""
     if not got:
         raise NIRError("nothing reaches the Output node", where=s_out, fix="add an edge into Output")
     out_shape = got[0]
-    if out_decl is not None:
-        decl = _ints(out_decl, "output_type", s_out)
-        if decl != out_shape:
-            if int(np.prod(decl)) == int(np.prod(out_shape)):
-                notes.append(
-                    f"Output node {s_out!r}: declared shape {list(decl)} but receives "
-                    f"{list(out_shape)} (same {int(np.prod(decl))} elements); used "
-                    f"{list(out_shape)} (Rockpool writes [1, 1, 1] for [1])"
-                )
-            else:
-                raise NIRError(
-                    "Output shape",
-                    value=list(decl),
-                    limit=list(out_shape),
-                    where=s_out,
-                    fix=f"the Output node must have the shape of what feeds it: set it to "
-                    f"{list(out_shape)} (nir.Output(output_type={list(out_shape)}))",
-                )
+    if out_decl is None:
+        return out_shape
+    decl = _ints(out_decl, "output_type", s_out)
+    if decl == out_shape:
+        return out_shape
+    if int(np.prod(decl)) != int(np.prod(out_shape)):
+        raise NIRError(
+            "Output shape",
+            value=list(decl),
+            limit=list(out_shape),
+            where=s_out,
+            fix=f"the Output node must have the shape of what feeds it: set it to "
+            f"{list(out_shape)} (nir.Output(output_type={list(out_shape)}))",
+        )
+    notes.append(
+        f"Output node {s_out!r}: declared shape {list(decl)} but receives "
+        f"{list(out_shape)} (same {int(np.prod(decl))} elements); used "
+        f"{list(out_shape)} (Rockpool writes [1, 1, 1] for [1])"
+    )
+    return out_shape
+
+
+def _network(modules: dict, edges: list, s_in: str, s_out: str, in_shape: tuple, out_shape: tuple) -> Any:
+    """The imported modules as a :class:`GraphNetwork` (the boundary renamed ``input``/``output``, a node
+    already so named gets a ``_``), or as a Sequential / single module when it is a plain chain."""
     rename = {s_in: INPUT, s_out: OUTPUT}
     clash = [k for k in modules if k in (INPUT, OUTPUT)]
     for k in clash:
@@ -891,7 +606,51 @@ def load_nir(
         net = GraphNetwork(mods, edges2, input_shape=in_shape, output_shape=out_shape)
     except GraphError as err:
         raise _nir_error(err, "graph", "inconsistent graph") from None
-    module = _as_chain(net, Sequential) or net
+    return _as_chain(net, Sequential) or net
+
+
+def load_nir(
+    source: Any, *, dt: float | None, convention: str = "auto", reset: str = "v_reset", decay: str | None = None
+) -> NIRImport:
+    """Import a NIR file or ``nir.NIRGraph`` and report every assumption.
+
+    Args:
+        source: a path to a ``.nir`` file, or a ``nir.NIRGraph``.
+        dt: the simulation step in seconds; ``None`` takes it from the file where the convention
+            implies it (pondlib metadata, ``r = tau/dt``, Rockpool), else raises ``NIRError``.
+        convention: ``"auto"`` or one of :data:`CONVENTIONS` (see the module docstring).
+        reset: ``"v_reset"`` (NIR >= 1.0.6, default), ``"zero"`` or ``"subtract"`` (NIR <= 1.0.5).
+        decay: override the leak discretization (``"euler"`` or ``"exp"``).
+
+    Returns:
+        :class:`NIRImport` with the module, the convention, dt, reset and notes.
+
+    Raises:
+        NIRError: unreadable or malformed files, unsupported nodes, shape mismatches (naming the node,
+            the shapes and a fix), missing dt.
+    """
+    notes: list[str] = []
+    graph = _source_graph(source, notes)
+    check_choice(reset, "reset", RESETS, error=NIRError, fix="pass reset='v_reset', 'zero' or 'subtract'")
+    if decay is not None:
+        check_choice(decay, "decay", ("euler", "exp"), error=NIRError, fix="pass 'euler' or 'exp' (or None)")
+    conv, dt, auto_decay = detect_convention(graph, dt, convention, notes)
+    ctx = _Ctx(float(dt), conv, reset, decay or auto_decay, notes)
+    notes.append(
+        f"reset: {reset}"
+        + (
+            " (files cannot say; pass reset='subtract' for networks trained with reset by subtraction)"
+            if conv != "pondlib"
+            else ""
+        )
+    )
+    nodes, edges, s_in, s_out, in_shape, out_decl = _inline(graph, "", ctx)
+    if not edges:
+        raise NIRError("graph has no edges", where="graph", fix="connect Input -> ... -> Output")
+    modules, out_shapes, preds = _import_modules(nodes, edges, s_in, in_shape, ctx)
+    got = [out_shapes[p] for p in preds.get(s_out, []) if p in out_shapes]
+    out_shape = _output_shape(got, s_out, out_decl, notes)
+    module = _network(modules, edges, s_in, s_out, in_shape, out_shape)
     return NIRImport(module, conv, float(dt), reset, notes)
 
 

@@ -29,7 +29,9 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -322,213 +324,326 @@ def load_onnx(path_or_model: Any, *, input_shape: Any = None) -> FloatModel:
     return _import_float(g)
 
 
+class _Node(NamedTuple):
+    """One ONNX node as the float importer sees it.
+
+    Attributes:
+        node: the ``onnx.NodeProto``. a: its attributes. name: its name (or first output's).
+        dyn: its non-constant inputs (``dyn[0]`` is the data input ``x``). x: the data input.
+        s: the per-sample shape of ``x``. out: its first output.
+    """
+
+    node: Any
+    a: dict
+    name: str
+    dyn: list[str]
+    x: str
+    s: tuple
+    out: str
+
+
+@dataclass
+class _FloatImport:
+    """The float import so far: layers, the producer layer and shape of every tensor name, notes, tail.
+
+    ``index`` maps a tensor name to the layer that computes it (``-1``: the model input); ``tail`` is the
+    dropped final ``(Softmax|LogSoftmax, axis, opset)``.
+    """
+
+    g: Graph
+    layers: list[FloatLayer] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+    shapes: dict[str, tuple] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    tail: tuple | None = None
+
+    def add(self, n: _Node, op: str, params: dict, oshape: tuple, inputs: tuple | None = None) -> None:
+        """Append layer ``op`` for node ``n`` (reading ``x``, or ``inputs``) with output shape ``oshape``."""
+        shape = tuple(int(v) for v in oshape)
+        self.layers.append(FloatLayer(n.name, op, inputs or (self.index[n.x],), params, shape))
+        self.index[n.out], self.shapes[n.out] = len(self.layers) - 1, shape
+
+    def alias(self, n: _Node) -> None:
+        """The node's output is its input (folded or dropped: no layer)."""
+        self.index[n.out], self.shapes[n.out] = self.index[n.x], n.s
+
+    def fold_target(self, n: _Node) -> FloatLayer | None:
+        """The gemm/conv layer computing ``x`` when ``n`` is its only consumer (a bias or a BatchNorm folds
+        into it), else None."""
+        prev = self.layers[self.index[n.x]] if self.index[n.x] >= 0 else None
+        if prev is not None and prev.op in ("gemm", "conv") and len(self.g.consumers.get(n.x, [])) == 1:
+            return prev
+        return None
+
+
+def _float_node(imp: _FloatImport, node: Any) -> _Node:
+    """``node`` as a :class:`_Node`, after checking that it is a float op, not after the softmax tail, and
+    reads a tensor computed from the model input."""
+    op = node.op_type
+    if op not in FLOAT_OPS:
+        raise _unsupported(
+            node, "unsupported op", op, f"one of {', '.join(FLOAT_OPS)}", "replace the op or export without it"
+        )
+    if imp.tail is not None:
+        raise _unsupported(
+            node, "op after the Softmax tail", op, "Softmax/LogSoftmax last", "move the softmax to the end"
+        )
+    dyn = [n for n in node.input if n and n not in imp.g.const]
+    if not dyn or dyn[0] not in imp.index:
+        raise _unsupported(node, "input", list(node.input), "a tensor computed from the model input", "re-export")
+    x = dyn[0]
+    return _Node(node, _attrs(node), node.name or node.output[0], dyn, x, imp.shapes[x], node.output[0])
+
+
+def _imp_identity(imp: _FloatImport, n: _Node) -> None:
+    """Identity, Dropout (inference: the identity; its mask output must be unused)."""
+    imp.alias(n)
+    node = n.node
+    if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1] and imp.g.consumers.get(node.output[1]):
+        raise _unsupported(node, "Dropout mask output", "used", "unused", "drop the mask")
+
+
+def _gemm_bias(imp: _FloatImport, n: _Node, out_size: int) -> np.ndarray | None:
+    """Gemm's constant ``C`` as a bias ``(O,)`` (a scalar broadcast), times ``beta``; None without one."""
+    node = n.node
+    if node.op_type != "Gemm" or len(node.input) <= 2 or not node.input[2]:
+        return None
+    c = imp.g.const.get(node.input[2])
+    if c is None or c.size not in (1, out_size):
+        raise _unsupported(node, "bias", getattr(c, "shape", "non-constant"), f"({out_size},)", "re-export")
+    return np.broadcast_to(c.astype(np.float64).reshape(-1), (out_size,)) * float(n.a.get("beta", 1.0))
+
+
+def _imp_gemm(imp: _FloatImport, n: _Node) -> None:
+    """Gemm, MatMul: ``y = x W + b`` with ``W = alpha B`` (``B^T`` when ``transB``), ``b = beta C``."""
+    node, a, s = n.node, n.a, n.s
+    if len(n.dyn) != 1 or len(s) != 1:
+        raise _unsupported(
+            node,
+            "operands",
+            f"input shape {s}, {len(n.dyn)} non-constant operands",
+            "(B, K) @ constant",
+            "flatten first",
+        )
+    if a.get("transA", 0):
+        raise _unsupported(node, "transA", 1, 0, "export x @ W^T with transB")
+    w = imp.g.const[node.input[1]].astype(np.float64)
+    if w.ndim != 2:
+        raise _unsupported(node, "weight rank", w.shape, "2-D", "re-export as a Linear layer")
+    w = (w.T if a.get("transB", 0) else w) * float(a.get("alpha", 1.0))
+    if w.shape[0] != s[0]:
+        raise _unsupported(node, "weight shape", w.shape, f"({s[0]}, O)", "check the exported weights")
+    b = _gemm_bias(imp, n, w.shape[1])
+    imp.add(n, "gemm", {"weight": w, "bias": None if b is None else np.array(b)}, (w.shape[1],))
+
+
+def _imp_add(imp: _FloatImport, n: _Node) -> None:
+    """Add: of two tensors of one shape a residual ``add`` layer; of a constant, folded into the bias of
+    the Gemm/Conv computing the other operand."""
+    node, s, dyn = n.node, n.s, n.dyn
+    if len(dyn) == 2:
+        if dyn[1] not in imp.index or imp.shapes[dyn[1]] != s:
+            raise _unsupported(node, "operand shapes", (s, imp.shapes.get(dyn[1])), "equal shapes", "no broadcasting")
+        imp.add(n, "add", {}, s, (imp.index[n.x], imp.index[dyn[1]]))
+        return
+    c = imp.g.const[[v for v in node.input if v in imp.g.const][0]].astype(np.float64)
+    prev = imp.fold_target(n)
+    if prev is not None:
+        o = prev.params["weight"].shape[1 if prev.op == "gemm" else 0]
+        ok = c.size in (1, o) and (prev.op == "gemm" or c.ndim <= 1 or c.shape[-1] == 1 or c.size == 1)
+        if ok:
+            cb = np.broadcast_to(c.reshape(-1), (o,))
+            old = prev.params.get("bias")
+            prev.params["bias"] = cb.copy() if old is None else old + cb
+            imp.alias(n)
+            imp.notes.append(f"{n.name}: Add of a constant folded into the bias of {prev.name}")
+            return
+    raise _unsupported(
+        node,
+        "Add operand",
+        f"constant {c.shape}",
+        "a residual (two tensors) or a bias after Gemm/MatMul",
+        "re-export",
+    )
+
+
+def _imp_conv(imp: _FloatImport, n: _Node) -> None:
+    """Conv: constant weight ``(O, C/groups, *kernel)``, optional bias, pads resolved by :func:`_spatial`."""
+    node, a, s = n.node, n.a, n.s
+    w = imp.g.const.get(node.input[1])
+    if w is None or len(n.dyn) != 1:
+        raise _unsupported(node, "weight", "non-constant", "an initializer", "export weights as initializers")
+    w = w.astype(np.float64)
+    kernel = list(w.shape[2:])
+    if len(kernel) != len(s) - 1 or len(kernel) < 1:
+        raise _unsupported(node, "input rank", s, f"(C, {len(kernel)} spatial sizes)", "check the input")
+    groups = int(a.get("group", 1))
+    if groups < 1 or s[0] != w.shape[1] * groups or w.shape[0] % groups:
+        raise _unsupported(node, "groups/channels", (s, w.shape, groups), "C = C/g x groups", "re-export")
+    p = _spatial(node, a, s, kernel)
+    b = imp.g.const.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+    p.update(weight=w, bias=None if b is None else b.astype(np.float64).reshape(-1), groups=groups)
+    osp = _out_spatial(s, kernel, p)
+    if min(osp) < 1:
+        raise _unsupported(node, "output size", osp, ">= 1", "use a smaller kernel or more padding")
+    imp.add(n, "conv", p, (w.shape[0],) + osp)
+
+
+def _imp_pool(imp: _FloatImport, n: _Node) -> None:
+    """MaxPool, AveragePool (no indices output, row-major storage, AveragePool undilated)."""
+    node, a, s = n.node, n.a, n.s
+    op = node.op_type
+    if len(node.output) > 1 and node.output[1]:
+        raise _unsupported(node, "MaxPool indices output", node.output[1], "none", "drop the indices")
+    kernel = [int(k) for k in a["kernel_shape"]]
+    if a.get("storage_order", 0):
+        raise _unsupported(node, "storage_order", 1, 0, "re-export")
+    p = _spatial(node, a, s, kernel)
+    if op == "AveragePool" and p["dilations"] != [1] * len(kernel):
+        raise _unsupported(node, "dilations", p["dilations"], "1", "re-export")
+    p.update(
+        kernel=kernel,
+        ceil_mode=int(a.get("ceil_mode", 0)),
+        count_include_pad=int(a.get("count_include_pad", 0)),
+    )
+    osp = _out_spatial(s, kernel, p, bool(p["ceil_mode"]))
+    imp.add(n, "maxpool" if op == "MaxPool" else "avgpool", p, (s[0],) + osp)
+
+
+def _imp_relu(imp: _FloatImport, n: _Node) -> None:
+    """Relu: ``y = max(x, 0)``."""
+    imp.add(n, "relu", {}, n.s)
+
+
+def _imp_leaky_relu(imp: _FloatImport, n: _Node) -> None:
+    """LeakyRelu: ``y = x`` for ``x >= 0`` else ``alpha x`` (``alpha`` 0.01 by default)."""
+    imp.add(n, "leaky_relu", {"alpha": float(n.a.get("alpha", 0.01))}, n.s)
+
+
+def _flatten_shape(g: Graph, n: _Node) -> tuple:
+    """Flatten (axis 1 only: everything but the batch axis) -> ``(prod(s),)``."""
+    full = (g.batch,) + n.s
+    a = n.a
+    ax = int(a.get("axis", 1)) % (len(full) + 1) if a.get("axis", 1) != len(full) else len(full)
+    if ax != 1:
+        raise _unsupported(n.node, "Flatten axis", ax, 1, "flatten everything but the batch axis")
+    return (int(np.prod(n.s)),)
+
+
+def _reshape_shape(g: Graph, n: _Node) -> tuple:
+    """Reshape to a constant shape whose batch size is kept (``B``, 0 or -1; 0 copies a size)."""
+    node, s = n.node, n.s
+    tgt = [int(v) for v in g.const[node.input[1]]] if node.input[1] in g.const else None
+    if tgt is None or not tgt:
+        raise _unsupported(node, "shape", "non-constant", "a constant shape", "pass input_shape")
+    if tgt[0] not in (g.batch, -1, 0):
+        raise _unsupported(node, "Reshape of the batch axis", tgt, f"first size {g.batch}, 0 or -1", "keep the batch")
+    rest = [d if d != 0 else s[i] for i, d in enumerate(tgt[1:])]
+    try:
+        return tuple(np.empty((1,) + s, dtype=np.bool_).reshape((1, *rest)).shape[1:])
+    except ValueError:
+        raise _unsupported(node, "Reshape", (s, tgt), "a size-preserving shape", "check the model") from None
+
+
+def _squeeze_shape(g: Graph, n: _Node) -> tuple:
+    """Squeeze, Unsqueeze of non-batch axes (attribute or constant input ``axes``)."""
+    node, op = n.node, n.node.op_type
+    axes = n.a.get("axes")
+    if axes is None and len(node.input) > 1 and node.input[1] in g.const:
+        axes = g.const[node.input[1]].tolist()
+    arr = np.empty((g.batch,) + n.s, dtype=np.bool_)
+    try:
+        if op == "Squeeze":
+            arr = np.squeeze(arr, axis=None if axes is None else tuple(int(v) for v in axes))
+        else:
+            for ax in sorted(int(v) % (arr.ndim + len(axes)) for v in axes):
+                arr = np.expand_dims(arr, ax)
+    except (ValueError, TypeError, np.exceptions.AxisError):
+        raise _unsupported(node, "axes", axes, "valid axes", "check the model") from None
+    if arr.shape[:1] != (g.batch,) or (
+        axes is not None and any(int(v) % arr.ndim == 0 for v in axes) and op == "Unsqueeze"
+    ):
+        raise _unsupported(node, f"{op} of the batch axis", axes, "non-batch axes", "keep the batch axis")
+    return tuple(arr.shape[1:])
+
+
+def _imp_reshape(imp: _FloatImport, n: _Node) -> None:
+    """Flatten, Reshape, Squeeze, Unsqueeze: a ``reshape`` layer to the new per-sample shape."""
+    shape_of = {"Flatten": _flatten_shape, "Reshape": _reshape_shape}.get(n.node.op_type, _squeeze_shape)
+    imp.add(n, "reshape", {}, shape_of(imp.g, n))
+
+
+def _imp_batchnorm(imp: _FloatImport, n: _Node) -> None:
+    """BatchNormalization ``y = k x + (beta - mean k)``, ``k = gamma / sqrt(var + eps)``: folded into the
+    preceding Gemm/Conv when it is the only consumer, else an ``affine`` layer."""
+    node, a = n.node, n.a
+    g = imp.g
+    if not a.get("spatial", 1):
+        raise _unsupported(node, "spatial", 0, 1, "re-export with spatial BatchNorm")
+    try:
+        gam, bet, mean, var = (g.const[v].astype(np.float64).reshape(-1) for v in node.input[1:5])
+    except KeyError:
+        raise _unsupported(node, "statistics", "non-constant", "initializers", "export in eval mode") from None
+    if any(o and g.consumers.get(o) for o in node.output[1:]):
+        raise _unsupported(node, "training outputs", list(node.output[1:]), "unused", "export in eval mode")
+    k = gam / np.sqrt(var + float(a.get("epsilon", 1e-5)))
+    sh = bet - mean * k
+    prev = imp.fold_target(n)
+    if prev is None:
+        imp.add(n, "affine", {"scale": k, "shift": sh}, n.s)
+        return
+    w = prev.params["weight"]
+    prev.params["weight"] = w * (k if prev.op == "gemm" else k.reshape((-1,) + (1,) * (w.ndim - 1)))
+    b0 = prev.params.get("bias")
+    prev.params["bias"] = (np.zeros(k.size) if b0 is None else b0) * k + sh
+    imp.alias(n)
+    imp.notes.append(f"{n.name}: BatchNormalization folded into {prev.name}")
+
+
+def _imp_softmax(imp: _FloatImport, n: _Node) -> None:
+    """A final Softmax/LogSoftmax: dropped from the layers (argmax-preserving), kept as the tail."""
+    op, g = n.node.op_type, imp.g
+    if n.out != g.output:
+        raise _unsupported(n.node, f"{op} position", "inside the graph", "the last op", "move it to the end")
+    imp.tail = (op, int(n.a.get("axis", 1 if g.opset < 13 else -1)), g.opset)
+    imp.alias(n)
+    imp.notes.append(
+        f"{n.name}: final {op} dropped from the layers (argmax-preserving); run_float(tail=True) applies it"
+    )
+
+
+#: Float op -> importer ``(import so far, node) -> None`` (every op of :data:`FLOAT_OPS`).
+_FLOAT_IMPORTERS: dict[str, Callable[[_FloatImport, _Node], None]] = {
+    "Identity": _imp_identity,
+    "Dropout": _imp_identity,
+    "Gemm": _imp_gemm,
+    "MatMul": _imp_gemm,
+    "Add": _imp_add,
+    "Conv": _imp_conv,
+    "MaxPool": _imp_pool,
+    "AveragePool": _imp_pool,
+    "Relu": _imp_relu,
+    "LeakyRelu": _imp_leaky_relu,
+    "Flatten": _imp_reshape,
+    "Reshape": _imp_reshape,
+    "Squeeze": _imp_reshape,
+    "Unsqueeze": _imp_reshape,
+    "BatchNormalization": _imp_batchnorm,
+    "Softmax": _imp_softmax,
+    "LogSoftmax": _imp_softmax,
+}
+
+
 def _import_float(g: Graph) -> FloatModel:
-    layers: list[FloatLayer] = []
-    index: dict[str, int] = {g.input.name: -1}  # tensor name -> producer layer index
-    shapes: dict[str, tuple] = {g.input.name: g.input_shape}
-    notes: list[str] = []
-    tail = None
+    """The float layers of ``g``: constant nodes folded, every other node imported by its op's importer."""
+    imp = _FloatImport(g, index={g.input.name: -1}, shapes={g.input.name: g.input_shape})
     for node in g.nodes:
-        op, a = node.op_type, _attrs(node)
-        name = node.name or node.output[0]
-        if g.fold(node, shapes):
+        if g.fold(node, imp.shapes):
             continue
-        if op not in FLOAT_OPS:
-            raise _unsupported(
-                node, "unsupported op", op, f"one of {', '.join(FLOAT_OPS)}", "replace the op or export without it"
-            )
-        if tail is not None:
-            raise _unsupported(
-                node, "op after the Softmax tail", op, "Softmax/LogSoftmax last", "move the softmax to the end"
-            )
-        dyn = [n for n in node.input if n and n not in g.const]
-        if not dyn or dyn[0] not in index:
-            raise _unsupported(node, "input", list(node.input), "a tensor computed from the model input", "re-export")
-        x = dyn[0]
-        s = shapes[x]
-        out = node.output[0]
-
-        def add(op_: str, params: dict, oshape: tuple, inputs: tuple | None = None, name=name, x=x, out=out) -> None:
-            layers.append(FloatLayer(name, op_, inputs or (index[x],), params, tuple(int(v) for v in oshape)))
-            index[out], shapes[out] = len(layers) - 1, tuple(int(v) for v in oshape)
-
-        if op in ("Identity", "Dropout"):
-            index[out], shapes[out] = index[x], s
-            if op == "Dropout" and len(node.output) > 1 and node.output[1] and g.consumers.get(node.output[1]):
-                raise _unsupported(node, "Dropout mask output", "used", "unused", "drop the mask")
-            continue
-        if op in ("Gemm", "MatMul"):
-            if len(dyn) != 1 or len(s) != 1:
-                raise _unsupported(
-                    node,
-                    "operands",
-                    f"input shape {s}, {len(dyn)} non-constant operands",
-                    "(B, K) @ constant",
-                    "flatten first",
-                )
-            if a.get("transA", 0):
-                raise _unsupported(node, "transA", 1, 0, "export x @ W^T with transB")
-            w = g.const[node.input[1]].astype(np.float64)
-            if w.ndim != 2:
-                raise _unsupported(node, "weight rank", w.shape, "2-D", "re-export as a Linear layer")
-            w = (w.T if a.get("transB", 0) else w) * float(a.get("alpha", 1.0))
-            if w.shape[0] != s[0]:
-                raise _unsupported(node, "weight shape", w.shape, f"({s[0]}, O)", "check the exported weights")
-            b = None
-            if op == "Gemm" and len(node.input) > 2 and node.input[2]:
-                c = g.const.get(node.input[2])
-                if c is None or c.size not in (1, w.shape[1]):
-                    raise _unsupported(
-                        node, "bias", getattr(c, "shape", "non-constant"), f"({w.shape[1]},)", "re-export"
-                    )
-                b = np.broadcast_to(c.astype(np.float64).reshape(-1), (w.shape[1],)) * float(a.get("beta", 1.0))
-            add("gemm", {"weight": w, "bias": None if b is None else np.array(b)}, (w.shape[1],))
-            continue
-        if op == "Add":
-            if len(dyn) == 2:
-                if dyn[1] not in index or shapes[dyn[1]] != s:
-                    raise _unsupported(
-                        node, "operand shapes", (s, shapes.get(dyn[1])), "equal shapes", "no broadcasting"
-                    )
-                add("add", {}, s, (index[x], index[dyn[1]]))
-                continue
-            c = g.const[[n for n in node.input if n in g.const][0]].astype(np.float64)
-            prev = layers[index[x]] if index[x] >= 0 else None
-            if prev is not None and prev.op in ("gemm", "conv") and len(g.consumers.get(x, [])) == 1:
-                o = prev.params["weight"].shape[1 if prev.op == "gemm" else 0]
-                ok = c.size in (1, o) and (prev.op == "gemm" or c.ndim <= 1 or c.shape[-1] == 1 or c.size == 1)
-                if ok:
-                    cb = np.broadcast_to(c.reshape(-1), (o,))
-                    old = prev.params.get("bias")
-                    prev.params["bias"] = cb.copy() if old is None else old + cb
-                    index[out], shapes[out] = index[x], s
-                    notes.append(f"{name}: Add of a constant folded into the bias of {prev.name}")
-                    continue
-            raise _unsupported(
-                node,
-                "Add operand",
-                f"constant {c.shape}",
-                "a residual (two tensors) or a bias after Gemm/MatMul",
-                "re-export",
-            )
-        if op == "Conv":
-            w = g.const.get(node.input[1])
-            if w is None or len(dyn) != 1:
-                raise _unsupported(node, "weight", "non-constant", "an initializer", "export weights as initializers")
-            w = w.astype(np.float64)
-            kernel = list(w.shape[2:])
-            if len(kernel) != len(s) - 1 or len(kernel) < 1:
-                raise _unsupported(node, "input rank", s, f"(C, {len(kernel)} spatial sizes)", "check the input")
-            groups = int(a.get("group", 1))
-            if groups < 1 or s[0] != w.shape[1] * groups or w.shape[0] % groups:
-                raise _unsupported(node, "groups/channels", (s, w.shape, groups), "C = C/g x groups", "re-export")
-            p = _spatial(node, a, s, kernel)
-            b = g.const.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-            p.update(weight=w, bias=None if b is None else b.astype(np.float64).reshape(-1), groups=groups)
-            osp = _out_spatial(s, kernel, p)
-            if min(osp) < 1:
-                raise _unsupported(node, "output size", osp, ">= 1", "use a smaller kernel or more padding")
-            add("conv", p, (w.shape[0],) + osp)
-            continue
-        if op in ("MaxPool", "AveragePool"):
-            if len(node.output) > 1 and node.output[1]:
-                raise _unsupported(node, "MaxPool indices output", node.output[1], "none", "drop the indices")
-            kernel = [int(k) for k in a["kernel_shape"]]
-            if a.get("storage_order", 0):
-                raise _unsupported(node, "storage_order", 1, 0, "re-export")
-            p = _spatial(node, a, s, kernel)
-            if op == "AveragePool" and p["dilations"] != [1] * len(kernel):
-                raise _unsupported(node, "dilations", p["dilations"], "1", "re-export")
-            p.update(
-                kernel=kernel,
-                ceil_mode=int(a.get("ceil_mode", 0)),
-                count_include_pad=int(a.get("count_include_pad", 0)),
-            )
-            osp = _out_spatial(s, kernel, p, bool(p["ceil_mode"]))
-            add("maxpool" if op == "MaxPool" else "avgpool", p, (s[0],) + osp)
-            continue
-        if op == "Relu":
-            add("relu", {}, s)
-            continue
-        if op == "LeakyRelu":
-            add("leaky_relu", {"alpha": float(a.get("alpha", 0.01))}, s)
-            continue
-        if op in ("Flatten", "Reshape", "Squeeze", "Unsqueeze"):
-            full = (g.batch,) + s
-            if op == "Flatten":
-                ax = int(a.get("axis", 1)) % (len(full) + 1) if a.get("axis", 1) != len(full) else len(full)
-                if ax != 1:
-                    raise _unsupported(node, "Flatten axis", ax, 1, "flatten everything but the batch axis")
-                new = (int(np.prod(s)),)
-            elif op == "Reshape":
-                tgt = [int(v) for v in g.const[node.input[1]]] if node.input[1] in g.const else None
-                if tgt is None or not tgt:
-                    raise _unsupported(node, "shape", "non-constant", "a constant shape", "pass input_shape")
-                if tgt[0] not in (g.batch, -1, 0):
-                    raise _unsupported(
-                        node, "Reshape of the batch axis", tgt, f"first size {g.batch}, 0 or -1", "keep the batch"
-                    )
-                rest = [d if d != 0 else s[i] for i, d in enumerate(tgt[1:])]
-                try:
-                    new = tuple(np.empty((1,) + s, dtype=np.bool_).reshape((1, *rest)).shape[1:])
-                except ValueError:
-                    raise _unsupported(
-                        node, "Reshape", (s, tgt), "a size-preserving shape", "check the model"
-                    ) from None
-            else:
-                axes = a.get("axes")
-                if axes is None and len(node.input) > 1 and node.input[1] in g.const:
-                    axes = g.const[node.input[1]].tolist()
-                arr = np.empty(full, dtype=np.bool_)
-                try:
-                    if op == "Squeeze":
-                        arr = np.squeeze(arr, axis=None if axes is None else tuple(int(v) for v in axes))
-                    else:
-                        for ax in sorted(int(v) % (arr.ndim + len(axes)) for v in axes):
-                            arr = np.expand_dims(arr, ax)
-                except (ValueError, TypeError, np.exceptions.AxisError):
-                    raise _unsupported(node, "axes", axes, "valid axes", "check the model") from None
-                if arr.shape[:1] != (g.batch,) or (
-                    axes is not None and any(int(v) % arr.ndim == 0 for v in axes) and op == "Unsqueeze"
-                ):
-                    raise _unsupported(node, f"{op} of the batch axis", axes, "non-batch axes", "keep the batch axis")
-                new = tuple(arr.shape[1:])
-            add("reshape", {}, new)
-            continue
-        if op == "BatchNormalization":
-            if not a.get("spatial", 1):
-                raise _unsupported(node, "spatial", 0, 1, "re-export with spatial BatchNorm")
-            try:
-                gam, bet, mean, var = (g.const[n].astype(np.float64).reshape(-1) for n in node.input[1:5])
-            except KeyError:
-                raise _unsupported(node, "statistics", "non-constant", "initializers", "export in eval mode") from None
-            if any(o and g.consumers.get(o) for o in node.output[1:]):
-                raise _unsupported(node, "training outputs", list(node.output[1:]), "unused", "export in eval mode")
-            k = gam / np.sqrt(var + float(a.get("epsilon", 1e-5)))
-            sh = bet - mean * k
-            prev = layers[index[x]] if index[x] >= 0 else None
-            if prev is not None and prev.op in ("gemm", "conv") and len(g.consumers.get(x, [])) == 1:
-                w = prev.params["weight"]
-                prev.params["weight"] = w * (k if prev.op == "gemm" else k.reshape((-1,) + (1,) * (w.ndim - 1)))
-                b0 = prev.params.get("bias")
-                prev.params["bias"] = (np.zeros(k.size) if b0 is None else b0) * k + sh
-                index[out], shapes[out] = index[x], s
-                notes.append(f"{name}: BatchNormalization folded into {prev.name}")
-            else:
-                add("affine", {"scale": k, "shift": sh}, s)
-            continue
-        if op in ("Softmax", "LogSoftmax"):
-            if out != g.output:
-                raise _unsupported(node, f"{op} position", "inside the graph", "the last op", "move it to the end")
-            tail = (op, int(a.get("axis", 1 if g.opset < 13 else -1)), g.opset)
-            index[out], shapes[out] = index[x], s
-            notes.append(
-                f"{name}: final {op} dropped from the layers (argmax-preserving); run_float(tail=True) applies it"
-            )
-            continue
-        raise _unsupported(node, "unsupported op", op, ", ".join(FLOAT_OPS), "replace the op")  # pragma: no cover
-    if g.output not in index:
+        n = _float_node(imp, node)
+        _FLOAT_IMPORTERS[node.op_type](imp, n)
+    if g.output not in imp.index:
         raise ONNXError("graph output", value=g.output, limit="computed from the input", where="graph", fix="re-export")
-    if index[g.output] != len(layers) - 1:
+    if imp.index[g.output] != len(imp.layers) - 1:
         raise ONNXError("graph output", value=g.output, limit="the last layer's output", where="graph", fix="re-export")
-    return FloatModel(tuple(layers), g.input.name, g.input_shape, tail, g.opset, tuple(notes))
+    return FloatModel(tuple(imp.layers), g.input.name, g.input_shape, imp.tail, g.opset, tuple(imp.notes))
