@@ -53,18 +53,27 @@ from typing import Any
 import numpy as np
 
 from pondlib.devices.core.intmath import int_range
+from pondlib.devices.core.rules import check_rules
 from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
+from pondlib.devices.siracusa.rules import (
+    CHAIN_RULES,
+    DEPLOYMENT_RULES,
+    LAYER_RULES,
+    RULES,
+    ChainCheck,
+    DeploymentCheck,
+    LayerCheck,
+    check_layers,
+)
 from pondlib.devices.siracusa.specification import (
-    COMPARISONS,
     QLIF,
-    RESET_MODES,
     SIZE_MAX,
     QConv2d,
     QGemm,
     QRequant,
     RequantShift,
 )
-from pondlib.devices.siracusa.tiling import ROWS_MAX, Placement, TilePlan, npu_eligibility, place_memory, plan_tiles
+from pondlib.devices.siracusa.tiling import ROWS_MAX, Placement, TilePlan, place_memory, plan_tiles
 from pondlib.errors import ConfigError, Violation
 from pondlib.validate import check_bool, check_float, check_int, check_type
 
@@ -81,28 +90,6 @@ __all__ = [
     "CONFIG_FORMAT",
     "CONFIG_VERSION",
 ]
-
-#: Every rule :func:`check_constraints` checks: rule id -> what it requires.
-RULES: dict[str, str] = {
-    "layer_shape": "each layer's input size equals the previous layer's output size",
-    "weight_range": "weights within the signed weight range (int8)",
-    "bias_range": "biases within int32",
-    "acc_overflow": "the accumulator cannot leave int32 over the input value range",
-    "requant_overflow": "(acc + in_offset) * mul, + add and + 2^(s-1) stay within int32 over the range",
-    "mul_range": "mul within int32",
-    "add_range": "add within int32",
-    "div_power_of_two": "div is an exact power of two",
-    "shift_range": "shift (log2 div) within 0..limits.shift_max",
-    "out_bits": "requantized outputs are 1..limits.act_bits wide",
-    "lif_options": "LIF state width 2..limits.state_bits_max, reset and comparison modes known",
-    "lif_threshold": "LIF threshold within 1..the state maximum",
-    "lif_overflow": "v*beta_mul, I*in_mul, their sum, + add and + 2^(s-1) stay within int32",
-    "gemm_chunk": "cluster GEMMs with O >= 16 have O % 16 == 0 (per-core chunk ceil(O/8) even)",
-    "l1_tile_fit": "one L1 tile (K never tiled) fits the L1 tile budget",
-    "l2_fit": "peak live activations (and LIF states) fit L2",
-    "l3_fit": "weights placed off-chip fit L3",
-    "npu_required": "layers sent to the NPU are NPU-eligible",
-}
 
 _I32_LO, _I32_HI = int_range(32)
 
@@ -302,183 +289,40 @@ def layer_ranges(config: SiracusaConfig) -> list[LayerRange]:
 
 
 # ------------------------------------------------------------------------------------------------
-# Constraint checks
+# Constraint checks (the rules are functions of pondlib.devices.siracusa.rules)
 # ------------------------------------------------------------------------------------------------
-def _span(values: list[np.ndarray]) -> tuple[int, int]:
-    return min(int(np.min(v)) for v in values), max(int(np.max(v)) for v in values)
-
-
-def _outside_i32(lo: int, hi: int) -> bool:
-    return lo < _I32_LO or hi > _I32_HI
-
-
-def _requant_checks(
-    name: str, rq: RequantShift, x_lo: Any, x_hi: Any, lim: SiracusaLimits, add: list[Violation]
-) -> None:
-    """RequantShift parameter and overflow rules; ``x_lo/x_hi`` bound its input (per channel)."""
-    for key in ("mul", "add"):
-        arr = getattr(rq, key)
-        if arr.size and (int(arr.min()) < _I32_LO or int(arr.max()) > _I32_HI):
-            add.append(
-                Violation(
-                    f"{key}_range",
-                    name,
-                    int(arr.flat[np.argmax(np.abs(arr))]),
-                    "int32",
-                    f"choose a smaller shift so that {key} fits int32",
-                )
-            )
-    div = rq.div
-    if div < 1 or div & (div - 1):
-        add.append(
-            Violation(
-                "div_power_of_two",
-                name,
-                div,
-                "an exact power of two 2^s",
-                "RequantShift divides by a shift: use div = 2^s and rescale mul/add",
-            )
-        )
-    elif rq.shift > lim.shift_max:
-        add.append(
-            Violation(
-                "shift_range", name, rq.shift, f"0..{lim.shift_max}", f"use div <= 2^{lim.shift_max} and scale mul down"
-            )
-        )
-    if not 1 <= rq.out_bits <= lim.act_bits:
-        add.append(
-            Violation("out_bits", name, rq.out_bits, f"1..{lim.act_bits}", f"requantize to at most {lim.act_bits} bits")
-        )
-    # Overflow freedom over the value range: every intermediate of the documented sequence must stay
-    # inside int32, else the hardware silently wraps. Products are linear in x: extremes at the ends.
-    # Python integers (object arrays): exact even where an invalid layer would overflow int64.
-    mul = rq.mul.astype(object)
-    xs_lo = np.asarray(x_lo).astype(object) + rq.in_offset
-    xs_hi = np.asarray(x_hi).astype(object) + rq.in_offset
-    p1, p2 = xs_lo * mul, xs_hi * mul
-    t_lo, t_hi = np.minimum(p1, p2), np.maximum(p1, p2)
-    stages = [("(acc + in_offset)", xs_lo, xs_hi), ("(acc + in_offset) * mul", t_lo, t_hi)]
-    t_lo, t_hi = t_lo + rq.add, t_hi + rq.add
-    stages.append(("acc * mul + add", t_lo, t_hi))
-    if rq.shift > 0:
-        rnd = 1 << (rq.shift - 1)
-        stages.append(("acc * mul + add + 2^(s-1)", t_lo + rnd, t_hi + rnd))
-    for label, s_lo, s_hi in stages:
-        lo, hi = _span([s_lo, s_hi])
-        if _outside_i32(lo, hi):
-            add.append(
-                Violation(
-                    "requant_overflow",
-                    name,
-                    f"{label} in [{lo}, {hi}]",
-                    f"int32 [{_I32_LO}, {_I32_HI}]",
-                    "use a smaller mul (a smaller shift) or narrower weights/inputs",
-                )
-            )
-            break
-
-
 def check_constraints(
     config: SiracusaConfig, limits: SiracusaLimits | str | None = None, *, plans: Any = None, placement: Any = None
 ) -> list[Violation]:
     """Every constraint violation of ``config`` (all of them, in layer order, never the first only).
 
-    Checks (rule ids in :data:`RULES`): shapes; int8 weights, int32 biases; int32 overflow freedom of
-    the accumulator and of every RequantShift / LIF intermediate over the propagated value range;
-    power-of-two ``div`` and shift range; LIF options and thresholds; the GEMM output-chunk rule;
-    L1 tile fit; L2/L3 fit; NPU eligibility of the layers sent to the NPU. ``plans``/``placement``
+    Checks (rule ids in :data:`RULES`, each a function of :mod:`pondlib.devices.siracusa.rules`):
+    shapes; int8 weights, int32 biases; int32 overflow freedom of the accumulator and of every
+    RequantShift / LIF intermediate over the propagated value range; power-of-two ``div`` and shift
+    range; LIF options and thresholds; the GEMM output-chunk rule; L1 tile fit; L2/L3 fit; NPU
+    eligibility of the layers sent to the NPU. A broken chain (``layer_shape``) is reported alone: the
+    value ranges, tiles and placement of a chain whose sizes disagree mean nothing. Order: the chain's
+    shape violations; else each layer's, layer by layer (:data:`~pondlib.devices.siracusa.rules.LAYER_RULES`),
+    then the deployment's (:data:`~pondlib.devices.siracusa.rules.DEPLOYMENT_RULES`). ``plans``/``placement``
     may be passed when already computed (see :mod:`pondlib.devices.siracusa.tiling`).
+
+    Raises:
+        ConfigError: ``config`` not a SiracusaConfig, ``plans`` not a list of TilePlan (or None) or
+            ``placement`` not a Placement.
     """
     check_type(config, "config", SiracusaConfig, where="check_constraints", error=ConfigError)
     lim = get_limits(limits if limits is not None else config.limits_name)
-    found: list[Violation] = []
-    add = found
-    w_lo, w_hi = lim.weight_range
-    b_lo, b_hi = lim.bias_range
-    n_prev = config.n_input
-    shapes_ok = True
-    for layer in config.layers:
-        if layer.n_in != n_prev:
-            shapes_ok = False
-            add.append(
-                Violation(
-                    "layer_shape",
-                    layer.name,
-                    f"{layer.n_in} inputs",
-                    f"{n_prev} (the previous layer's outputs)",
-                    "make consecutive layer sizes agree",
-                )
-            )
-        n_prev = layer.n_out
-        if isinstance(layer, QConv2d) and (
-            layer.weight.ndim != 4 or layer.in_shape[2] != layer.weight.shape[2] * layer.groups
-        ):
-            shapes_ok = False
-            add.append(
-                Violation(
-                    "layer_shape",
-                    layer.name,
-                    f"weight {layer.weight.shape}",
-                    f"(kh, kw, C/groups, O) with C = {layer.in_shape[2]}",
-                    "pass HWIO weights matching in_shape and groups",
-                )
-            )
-        if isinstance(layer, QGemm) and layer.weight.ndim != 2:
-            shapes_ok = False
-            add.append(
-                Violation(
-                    "layer_shape", layer.name, f"weight {layer.weight.shape}", "(K, O)", "pass a 2-D (K, O) weight"
-                )
-            )
-    if not shapes_ok:
+    found = check_rules(CHAIN_RULES, ChainCheck(config))
+    if found:
         return found
+    layers = (LayerCheck(layer, rng, lim) for layer, rng in zip(config.layers, layer_ranges(config)))
+    found = check_layers(LAYER_RULES, layers)
+    return found + check_rules(DEPLOYMENT_RULES, _deployment(config, lim, plans, placement))
 
-    for layer, rng in zip(config.layers, layer_ranges(config)):
-        name = layer.name
-        if isinstance(layer, (QGemm, QConv2d)):
-            w = layer.weight
-            if w.size and (int(w.min()) < w_lo or int(w.max()) > w_hi):
-                add.append(
-                    Violation(
-                        "weight_range",
-                        name,
-                        int(w.flat[np.argmax(np.abs(w))]),
-                        f"[{w_lo}, {w_hi}]",
-                        "quantize weights to int8",
-                    )
-                )
-            if (
-                layer.bias is not None
-                and layer.bias.size
-                and (int(layer.bias.min()) < b_lo or int(layer.bias.max()) > b_hi)
-            ):
-                add.append(
-                    Violation(
-                        "bias_range",
-                        name,
-                        int(layer.bias.flat[np.argmax(np.abs(layer.bias))]),
-                        "int32",
-                        "fold the bias into the RequantShift add instead",
-                    )
-                )
-            lo, hi = _span([rng.acc_lo, rng.acc_hi])
-            if _outside_i32(lo, hi):
-                add.append(
-                    Violation(
-                        "acc_overflow",
-                        name,
-                        f"accumulator in [{lo}, {hi}]",
-                        f"int32 [{_I32_LO}, {_I32_HI}]",
-                        "reduce K, the weight magnitudes or the input range",
-                    )
-                )
-            if layer.requant is not None:
-                _requant_checks(name, layer.requant, rng.acc_lo, rng.acc_hi, lim, add)
-        elif isinstance(layer, QRequant):
-            _requant_checks(name, layer.requant, rng.acc_lo, rng.acc_hi, lim, add)
-        elif isinstance(layer, QLIF):
-            _lif_checks(layer, rng, lim, add)
 
+def _deployment(config: SiracusaConfig, lim: SiracusaLimits, plans: Any, placement: Any) -> DeploymentCheck:
+    """The :class:`DeploymentCheck` of ``config``: the given ``plans`` and ``placement`` (type-checked,
+    ConfigError naming the argument) or, when None, :func:`plan_tiles` / :func:`place_memory`'s."""
     if plans is None:
         plans = plan_tiles(config, lim)
     elif isinstance(plans, (str, bytes)) or not isinstance(plans, (list, tuple)):
@@ -493,32 +337,6 @@ def check_constraints(
         for i, plan in enumerate(plans):
             if plan is not None:
                 check_type(plan, f"plans[{i}]", TilePlan, where="check_constraints", error=ConfigError)
-    npu = set(config.npu_layers)
-    for layer in config.layers:
-        if isinstance(layer, QGemm) and layer.name not in npu:
-            o = layer.n_out
-            q = lim.gemm_chunk_quantum
-            if o >= q and o % q:
-                add.append(
-                    Violation(
-                        "gemm_chunk",
-                        name_of(layer),
-                        f"O = {o}",
-                        f"a multiple of {q} when O >= {q} (per-core chunk ceil(O/{lim.n_cores}) even)",
-                        f"pad the layer to {-(-o // q) * q} outputs (zero weights)",
-                    )
-                )
-    for plan in plans:
-        if plan is not None and not plan.fits:
-            add.append(
-                Violation(
-                    "l1_tile_fit",
-                    plan.layer,
-                    f"{plan.min_bytes} B for the smallest tile",
-                    f"{plan.budget} B L1 tile budget",
-                    plan.reason,
-                )
-            )
     if placement is None:
         placement = place_memory(config, lim)
     check_type(
@@ -529,106 +347,11 @@ def check_constraints(
         error=ConfigError,
         fix="pass place_memory(config) or leave placement out",
     )
-    found.extend(placement.violations)
-    for layer in config.layers:
-        if layer.name in npu:
-            ok, why = npu_eligibility(layer, lim)
-            if not ok:
-                add.append(
-                    Violation(
-                        "npu_required",
-                        layer.name,
-                        why,
-                        "an NPU-eligible layer",
-                        "run this layer on the cluster (remove it from npu_layers)",
-                    )
-                )
-    return found
+    return DeploymentCheck(config, lim, tuple(plans), placement)
 
 
 def name_of(layer: Any) -> str:
     return str(getattr(layer, "name", type(layer).__name__))
-
-
-def _lif_checks(layer: QLIF, rng: LayerRange, lim: SiracusaLimits, add: list[Violation]) -> None:
-    name = layer.name
-    n = layer.n
-    if (
-        not 2 <= layer.state_bits <= lim.state_bits_max
-        or layer.reset not in RESET_MODES
-        or layer.compare not in COMPARISONS
-    ):
-        add.append(
-            Violation(
-                "lif_options",
-                name,
-                f"state_bits={layer.state_bits}, reset={layer.reset!r}, compare={layer.compare!r}",
-                f"state_bits 2..{lim.state_bits_max}, reset in {RESET_MODES}, compare in {COMPARISONS}",
-                "use the documented options",
-            )
-        )
-        return
-    for key in ("beta_mul", "in_mul", "add"):
-        arr = getattr(layer, key)
-        if arr.shape not in ((), (1,), (n,)):
-            add.append(
-                Violation(
-                    "layer_shape",
-                    name,
-                    f"{key} shape {arr.shape}",
-                    f"(), (1,) or ({n},)",
-                    f"pass {key} per neuron or as a scalar",
-                )
-            )
-            return
-    if not 0 <= layer.shift <= lim.shift_max:
-        add.append(
-            Violation(
-                "shift_range", name, layer.shift, f"0..{lim.shift_max}", "use a smaller shift and smaller multipliers"
-            )
-        )
-        return
-    s_lo, s_hi = layer.state_range
-    thr = layer.threshold
-    if int(thr.min()) < 1 or int(thr.max()) > s_hi:
-        add.append(
-            Violation(
-                "lif_threshold",
-                name,
-                int(thr.min()) if int(thr.min()) < 1 else int(thr.max()),
-                f"1..{s_hi}",
-                "rescale the state so the threshold fits the state width",
-            )
-        )
-    # Every intermediate of the LIF update must stay inside int32 (each one wraps on the cores).
-    # Python integers (object arrays): exact even where an invalid layer would overflow int64.
-    zero = np.zeros(n, dtype=np.int64).astype(object)
-    beta, in_mul, add_ = (layer.beta_mul.astype(object), layer.in_mul.astype(object), layer.add.astype(object))
-    v_terms = np.stack([zero + s_lo * beta, zero + s_hi * beta])
-    i_terms = np.stack([zero + rng.in_lo * in_mul, zero + rng.in_hi * in_mul])
-    v_lo, v_hi = v_terms.min(axis=0), v_terms.max(axis=0)
-    i_lo, i_hi = i_terms.min(axis=0), i_terms.max(axis=0)
-    rnd = (1 << (layer.shift - 1)) if layer.shift > 0 else 0
-    stages = [
-        ("v * beta_mul", v_lo, v_hi),
-        ("I * in_mul", i_lo, i_hi),
-        ("v*beta_mul + I*in_mul", v_lo + i_lo, v_hi + i_hi),
-        ("... + add", v_lo + i_lo + add_, v_hi + i_hi + add_),
-        ("... + 2^(s-1)", v_lo + i_lo + add_ + rnd, v_hi + i_hi + add_ + rnd),
-    ]
-    for label, lo_, hi_ in stages:
-        lo, hi = _span([lo_, hi_])
-        if _outside_i32(lo, hi):
-            add.append(
-                Violation(
-                    "lif_overflow",
-                    name,
-                    f"{label} in [{lo}, {hi}]",
-                    f"int32 [{_I32_LO}, {_I32_HI}]",
-                    "use a smaller shift (smaller multipliers) or a narrower state",
-                )
-            )
-            break
 
 
 def validate_config(config: SiracusaConfig, limits: SiracusaLimits | str | None = None) -> list[str]:

@@ -32,8 +32,10 @@ mapper defines its own), or a graph / ``pondlib.nn`` network of ``LinearWeights`
   calibration data's membrane peak. The LIF emits spikes (scale 1).
 
 **Checks.** Every rule of :data:`~pondlib.devices.siracusa.config.RULES` plus the mapper's own
-(:data:`MAPPER_RULES`) is checked and *all* violations are raised together in one
-:class:`~pondlib.errors.ConstraintError` (``check=False`` returns them in ``spec.violations``).
+(:data:`MAPPER_RULES`) is checked, each rule a function of :mod:`pondlib.devices.siracusa.rules`, and
+*all* violations are raised together in one :class:`~pondlib.errors.ConstraintError` (``check=False``
+returns them in ``spec.violations``). The float description is checked before quantizing (its
+violations are raised whatever ``check``); then the rounded multipliers and the integer configuration.
 
 **Malformed input** is refused before any arithmetic, with the error naming the field: the layer
 constructors raise :class:`~pondlib.errors.GraphError` (non-finite or wrong-typed arrays, mismatched
@@ -58,6 +60,7 @@ Example:
     [('fc1', 'relu1'), ('fc2',)]
     >>> all(r.mul_rel_error < 1e-4 for r in spec.reports)   # int32 headroom bounds the precision
     True
+    >>> from pondlib.errors import ConstraintError
     >>> bad = [GemmLayer("fc1", np.ones((8, 20))), GemmLayer("fc2", np.ones((20, 4)) * 1e-9, np.full(4, 1e3))]
     >>> try:
     ...     mapper(bad, calibration=x)
@@ -68,11 +71,13 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pondlib.devices.core.intmath import int_range, sat
+from pondlib.devices.core.rules import check_rules, raise_violations
 from pondlib.devices.siracusa.config import SiracusaConfig, check_constraints
 from pondlib.devices.siracusa.layers import (
     Conv2dLayer,
@@ -84,10 +89,16 @@ from pondlib.devices.siracusa.layers import (
     layers_from_graph,
 )
 from pondlib.devices.siracusa.limits import SiracusaLimits, get_limits
+from pondlib.devices.siracusa.rules import (
+    MAPPER_RULES,
+    QUANTIZATION_RULES,
+    Multiplier,
+    QuantizationCheck,
+    check_float_chain,
+    float_chain,
+)
 from pondlib.devices.siracusa.specification import (
-    COMPARISONS,
     QLIF,
-    RESET_MODES,
     LayerReport,
     QConv2d,
     QGemm,
@@ -96,7 +107,7 @@ from pondlib.devices.siracusa.specification import (
     Specification,
 )
 from pondlib.devices.siracusa.tiling import ROWS_MAX, npu_eligibility, place_memory, plan_tiles
-from pondlib.errors import ConfigError, ConstraintError, GraphError, QuantizationError, Violation
+from pondlib.errors import ConfigError, GraphError, QuantizationError
 from pondlib.validate import as_float_array, check_bool, check_choice, check_float, check_int
 
 __all__ = [
@@ -111,15 +122,6 @@ __all__ = [
     "state_scales",
     "MAPPER_RULES",
 ]
-
-#: Rules the mapper checks on the float description (the integer rules are in config.RULES).
-MAPPER_RULES: dict[str, str] = {
-    "unsupported_layer": "only GemmLayer, Conv2dLayer, ReLU and IntLIFLayer",
-    "layer_shape": "each layer's input size equals the previous layer's output size",
-    "invalid_parameter": "parameters are finite and have the documented shapes",
-    "multiplier_underflow": "every real multiplier is representable (mul >= 1 at shift <= 31)",
-    "unique_names": "every layer has its own name",
-}
 
 #: Every quantization scale (input, weights, outputs, accumulators, LIF state, multipliers) must be a
 #: finite float64 within [SCALE_MIN, SCALE_MAX]: the smallest normal double up to 2^1000, so that the
@@ -233,6 +235,79 @@ def _quant_weights(W: np.ndarray, granularity: str, qmax: int) -> tuple[np.ndarr
     return Wq, s, err
 
 
+@dataclass(frozen=True)
+class _Mapping:
+    """The mapper's arguments, each checked once (see :func:`mapper` for their meaning).
+
+    Attributes:
+        layers: the float layer descriptions, in order (not yet checked against the rules).
+        x: the calibration data, float64 (B, N_in) or (B, T, N_in).
+        limits: the Siracusa variant.
+        state_scale: pinned LIF state scales ``{LIF layer name: s_v}`` (empty: all calibrated).
+        input_signed, input_scale: the input quantization, None where calibrated.
+    """
+
+    layers: tuple
+    x: np.ndarray
+    limits: SiracusaLimits
+    granularity: str
+    npu: str
+    rows: int
+    buffering: int
+    l1_budget: int | None
+    use_weight_memory: bool
+    check: bool
+    input_signed: bool | None
+    input_scale: float | None
+    state_scale: dict[str, float]
+
+
+@dataclass(frozen=True)
+class _Accumulator:
+    """A GEMM/convolution's raw int32 accumulator on its way into a LIF: its scale ``s_acc`` (per
+    channel) and the float bias the LIF folds into its addend."""
+
+    scale: Any
+    bias: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """What one layer hands the next: the float value of one integer step (scalar or per channel), the
+    integer range ``[lo, hi]`` of the values, and a raw accumulator awaiting its LIF (else None)."""
+
+    scale: Any
+    lo: int
+    hi: int
+    accumulator: _Accumulator | None = None
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One quantized integer layer: the layer, its report fields, what it hands on, how many float
+    layers it consumed (2 for a GEMM/convolution with its fused ReLU) and its rounded multiplier."""
+
+    q: Any
+    info: dict
+    stream: _Stream
+    consumed: int = 1
+    multiplier: Multiplier | None = None
+
+
+@dataclass(frozen=True)
+class _Quantized:
+    """The quantized chain: integer layers and report fields (in order), the rounded multipliers, the
+    input quantization and the float value of one output step."""
+
+    layers: tuple
+    infos: tuple[dict, ...]
+    multipliers: tuple[Multiplier, ...]
+    input_bits: int
+    input_signed: bool
+    input_scale: float
+    output_scale: float
+
+
 def mapper(
     layers: Any,
     limits: SiracusaLimits | str | None = None,
@@ -252,6 +327,11 @@ def mapper(
 ) -> Specification:
     """Quantize, place and tile ``layers`` for Siracusa, and check every rule (see the module docstring).
 
+    The float description is checked first (:data:`MAPPER_RULES` but ``multiplier_underflow``); its
+    violations are raised together whatever ``check`` (quantization cannot proceed past a broken chain).
+    Then the layers are quantized, and the rounded multipliers (``multiplier_underflow``) and the
+    integer configuration (:data:`~pondlib.devices.siracusa.config.RULES`) are checked.
+
     Args:
         layers: float layer descriptions, a graph, or a pondlib.nn network (:func:`layers_from_graph`).
         limits: a :class:`SiracusaLimits` or its short name.
@@ -268,16 +348,52 @@ def mapper(
         drop_synapse: see :func:`layers_from_graph`.
         check: raise one ConstraintError with every violation (else return them in the spec).
     """
+    m = _mapping(
+        layers,
+        limits,
+        calibration=calibration,
+        input_scale=input_scale,
+        input_signed=input_signed,
+        granularity=granularity,
+        rows=rows,
+        buffering=buffering,
+        l1_budget=l1_budget,
+        npu=npu,
+        use_weight_memory=use_weight_memory,
+        drop_synapse=drop_synapse,
+        check=check,
+        state_scale=state_scale,
+    )
+    raise_violations(check_float_chain(float_chain(m.layers, m.x.shape[-1])), m.limits.name)
+    return _specification(m, _quantize(m))
+
+
+_WHERE = "siracusa.mapper"
+
+
+def _mapping(
+    layers: Any,
+    limits: Any,
+    *,
+    calibration: Any,
+    input_scale: Any,
+    input_signed: Any,
+    granularity: Any,
+    rows: Any,
+    buffering: Any,
+    l1_budget: Any,
+    npu: Any,
+    use_weight_memory: Any,
+    drop_synapse: Any,
+    check: Any,
+    state_scale: Any,
+) -> _Mapping:
+    """The mapper's arguments as a :class:`_Mapping`, each checked in turn (the first bad one raises:
+    GraphError for the layers, QuantizationError for quantization settings and the calibration data,
+    ConfigError for placement and tiling settings)."""
     lim = get_limits(limits)
-    where = "siracusa.mapper"
-    drop_synapse = check_bool(drop_synapse, "drop_synapse", where=where, error=GraphError)
-    if not isinstance(layers, (list, tuple)):
-        layers = layers_from_graph(layers, drop_synapse=drop_synapse)
-    layers = list(layers)
-    if not layers:
-        raise GraphError(
-            "layers", value="an empty list", limit="at least one layer", where=where, fix="pass the network's layers"
-        )
+    where = _WHERE
+    layers = _layer_list(layers, drop_synapse)
     check_choice(
         granularity,
         "granularity",
@@ -293,19 +409,8 @@ def mapper(
         l1_budget = check_int(l1_budget, "l1_budget", lo=1, where=where, error=ConfigError)
     use_weight_memory = check_bool(use_weight_memory, "use_weight_memory", where=where, error=ConfigError)
     check = check_bool(check, "check", where=where, error=ConfigError)
-    if input_signed is not None:
-        input_signed = check_bool(input_signed, "input_signed", where=where, error=QuantizationError)
-    if input_scale is not None:
-        input_scale = check_float(
-            input_scale,
-            "input_scale",
-            lo=SCALE_MIN,
-            hi=SCALE_MAX,
-            where=where,
-            error=QuantizationError,
-            fix="pass a positive scale (float value of one input step)",
-        )
-    pinned = _check_state_scale(state_scale, layers, where)
+    input_signed, input_scale = _input_quantization(input_signed, input_scale)
+    pinned = _check_state_scale(state_scale, list(layers), where)
     x = as_float_array(
         calibration,
         "calibration",
@@ -314,215 +419,236 @@ def mapper(
         ndim=(2, 3),
         fix="pass representative finite float input of shape (B, N_in) or (B, T, N_in)",
     )
-
-    # 1. Shapes and types (quantization cannot proceed past a broken chain).
-    found: list[Violation] = []
-    n = x.shape[-1]
-    for layer in layers:
-        if isinstance(layer, ReLU):
-            continue
-        if not isinstance(layer, (GemmLayer, Conv2dLayer, IntLIFLayer)):
-            found.append(
-                Violation(
-                    "unsupported_layer",
-                    getattr(layer, "name", "?"),
-                    type(layer).__name__,
-                    MAPPER_RULES["unsupported_layer"],
-                    "describe the layer with a supported type",
-                )
-            )
-            continue
-        if layer.n_in != n:
-            found.append(
-                Violation(
-                    "layer_shape", layer.name, f"{layer.n_in} inputs", f"{n}", "make consecutive layer sizes agree"
-                )
-            )
-        for key in ("weight", "bias", "alpha", "threshold"):
-            arr = getattr(layer, key, None)
-            if arr is not None and not np.all(np.isfinite(arr)):
-                found.append(
-                    Violation(
-                        "invalid_parameter",
-                        layer.name,
-                        f"{key} has NaN/inf",
-                        "finite",
-                        f"replace the non-finite values of {key}",
-                    )
-                )
-        if isinstance(layer, IntLIFLayer):  # the arrays are mutable: checked again, never clipped
-            alpha, thr = np.asarray(layer.alpha, dtype=np.float64), np.asarray(layer.threshold, dtype=np.float64)
-            for key, arr, bad, limit in (
-                ("alpha", alpha, (alpha < 0) | (alpha > 1), "a leak factor in [0, 1]"),
-                ("threshold", thr, thr <= 0, "> 0"),
-            ):
-                if np.any(bad):
-                    i = int(np.flatnonzero(bad)[0])
-                    found.append(
-                        Violation(
-                            "invalid_parameter",
-                            layer.name,
-                            f"{key}[{i}] = {float(arr.reshape(-1)[i])}",
-                            limit,
-                            f"fix {key} of {layer.name}",
-                        )
-                    )
-        if isinstance(layer, IntLIFLayer) and (layer.reset not in RESET_MODES or layer.compare not in COMPARISONS):
-            found.append(
-                Violation(
-                    "invalid_parameter",
-                    layer.name,
-                    f"reset={layer.reset!r}, compare={layer.compare!r}",
-                    f"{RESET_MODES} / {COMPARISONS}",
-                    "use a documented mode",
-                )
-            )
-        n = layer.n_out
-    names = [layer.name for layer in layers if hasattr(layer, "name")]
-    for name in sorted({nm for nm in names if names.count(nm) > 1}):
-        found.append(
-            Violation(
-                "unique_names",
-                name,
-                f"{names.count(name)} layers named {name!r}",
-                "one",
-                "give every layer its own name (placement and reports are by name)",
-            )
-        )
-    if found:
-        raise ConstraintError(found, device=lim.name)
-
-    # 2. Quantize layer by layer.
-    fouts, vmax = float_forward(layers, x)
-    qmax = (1 << (lim.act_bits - 1)) - 1
-    wmax = lim.weight_range[1]
-    if input_signed is None:
-        input_signed = bool(np.min(x) < 0)
-    in_bits = lim.act_bits
-    if input_scale is None:
-        top = float(np.max(np.abs(x))) if input_signed else float(np.max(x))
-        input_scale = _scale(_nonzero(top) / (qmax if input_signed else (1 << in_bits) - 1), "input scale", "input")
-    s_cur: Any = float(input_scale)
-    lo_cur, hi_cur = int_range(in_bits, input_signed)
-    qlayers: list = []
-    infos: list[dict] = []
-    pending: dict | None = None  # a GEMM whose raw accumulator feeds the next LIF
-    i = 0
-    while i < len(layers):
-        layer = layers[i]
-        nxt = layers[i + 1] if i + 1 < len(layers) else None
-        if isinstance(layer, (GemmLayer, Conv2dLayer)):
-            Wq, s_w, w_err = _quant_weights(layer.weight, granularity, wmax)
-            _scale(s_w, "weight scale", layer.name)
-            # Exact accumulator bounds over the input box [lo_cur, hi_cur]^K (the value range).
-            w2 = Wq.reshape(-1, Wq.shape[-1])
-            a, b = w2 * lo_cur, w2 * hi_cur
-            acc_lo, acc_hi = np.minimum(a, b).sum(0), np.maximum(a, b).sum(0)
-            s_acc = _scale(s_cur * s_w, "accumulator scale (input scale x weight scale)", layer.name)
-            bias = layer.bias if layer.bias is not None else np.zeros(Wq.shape[-1])
-            if isinstance(nxt, IntLIFLayer):
-                q = QGemm(layer.name, Wq) if isinstance(layer, GemmLayer) else layer._q(Wq)
-                qlayers.append(q)
-                infos.append(
-                    dict(
-                        name=layer.name,
-                        fused=(layer.name,),
-                        in_scale=s_cur,
-                        out_scale=s_acc,
-                        weight_scale=s_w,
-                        weight_error=w_err,
-                        acc_range=(int(acc_lo.min()), int(acc_hi.max())),
-                    )
-                )
-                pending = dict(s_acc=s_acc, bias=bias, lo=int(acc_lo.min()), hi=int(acc_hi.max()))
-                s_cur, lo_cur, hi_cur = s_acc, int(acc_lo.min()), int(acc_hi.max())
-                i += 1
-                continue
-            fuse = isinstance(nxt, ReLU)
-            y = fouts[i + 1] if fuse else fouts[i]
-            signed = not fuse
-            top = float(np.max(np.abs(y))) if signed else float(np.max(y))
-            s_out = _scale(_nonzero(top) / (qmax if signed else (1 << lim.act_bits) - 1), "output scale", layer.name)
-            with np.errstate(over="ignore", under="ignore"):
-                M = s_acc / s_out
-                A = bias / s_out
-            _scale(M, "real multiplier (accumulator scale / output scale)", layer.name, lo=0.0)
-            _scale(A, "addend (bias / output scale)", layer.name, lo=None)
-            if granularity == "tensor":
-                M = np.float64(M[0])
-            rq, err = requant_from_scale(M, acc_lo, acc_hi, A, lim.act_bits, signed, lim)
-            under = np.atleast_1d(rq.mul) == 0
-            if np.any(under & (np.atleast_1d(M) > 0)):
-                found.append(
-                    Violation(
-                        "multiplier_underflow",
-                        layer.name,
-                        f"real multiplier {float(np.min(M)):.3g}",
-                        f">= 2^-{lim.shift_max} (mul >= 1 at shift {lim.shift_max})",
-                        "rescale the layer (its outputs are negligible against its inputs)",
-                    )
-                )
-            if isinstance(layer, GemmLayer):
-                q = QGemm(layer.name, Wq, None, rq)
-            else:
-                q = QConv2d(layer.name, Wq, layer.in_shape, None, rq, layer.stride, layer.padding, layer.groups)
-            qlayers.append(q)
-            infos.append(
-                dict(
-                    name=layer.name,
-                    fused=(layer.name,) + ((nxt.name,) if fuse else ()),
-                    in_scale=s_cur,
-                    out_scale=s_out,
-                    weight_scale=s_w,
-                    weight_error=w_err,
-                    mul_rel_error=err,
-                    shift=rq.shift,
-                    acc_range=(int(acc_lo.min()), int(acc_hi.max())),
-                )
-            )
-            s_cur = s_out
-            lo_cur, hi_cur = rq.out_range
-            i += 2 if fuse else 1
-        elif isinstance(layer, ReLU):
-            # A stand-alone ReLU: an unsigned RequantShift with mul 1, add 0, div 1 (scale unchanged).
-            rq = RequantShift(mul=1, add=0, div=1, out_bits=lim.act_bits, signed=False)
-            n_prev = qlayers[-1].n_out if qlayers else x.shape[-1]
-            qlayers.append(QRequant(layer.name, n_prev, rq))
-            infos.append(dict(name=layer.name, fused=(layer.name,), in_scale=s_cur, out_scale=s_cur))
-            lo_cur, hi_cur = 0, min(hi_cur, rq.out_range[1])
-            i += 1
-        else:  # IntLIFLayer
-            vpeak = vmax.get(layer.name, 0.0)
-            s_v = pinned[layer.name] if layer.name in pinned else _state_scale(layer, vpeak)
-            q, info = _quantize_lif(layer, pending, s_cur, lo_cur, hi_cur, s_v, lim, found)
-            qlayers.append(q)
-            infos.append(info)
-            pending = None
-            s_cur, lo_cur, hi_cur = 1.0, 0, 1
-            i += 1
-
-    out_scale = float(np.max(s_cur)) if np.ndim(s_cur) else float(s_cur)
-    cfg = SiracusaConfig(
-        layers=tuple(qlayers),
-        n_input=int(x.shape[-1]),
-        input_bits=in_bits,
-        input_signed=bool(input_signed),
-        input_scale=float(input_scale),
-        output_scale=out_scale,
-        rows=int(rows),
-        buffering=int(buffering),
+    return _Mapping(
+        layers=layers,
+        x=x,
+        limits=lim,
+        granularity=granularity,
+        npu=npu,
+        rows=rows,
+        buffering=buffering,
         l1_budget=l1_budget,
-        use_weight_memory=bool(use_weight_memory),
+        use_weight_memory=use_weight_memory,
+        check=check,
+        input_signed=input_signed,
+        input_scale=input_scale,
+        state_scale=pinned,
+    )
+
+
+def _layer_list(layers: Any, drop_synapse: Any) -> tuple:
+    """``layers`` as a non-empty tuple: a list or tuple as given, a graph or network converted by
+    :func:`layers_from_graph` (GraphError for an empty one or a bad ``drop_synapse``)."""
+    drop_synapse = check_bool(drop_synapse, "drop_synapse", where=_WHERE, error=GraphError)
+    if not isinstance(layers, (list, tuple)):
+        layers = layers_from_graph(layers, drop_synapse=drop_synapse)
+    if not layers:
+        raise GraphError(
+            "layers", value="an empty list", limit="at least one layer", where=_WHERE, fix="pass the network's layers"
+        )
+    return tuple(layers)
+
+
+def _input_quantization(input_signed: Any, input_scale: Any) -> tuple[bool | None, float | None]:
+    """The given input sign and scale, checked (None: calibrated; QuantizationError for a non-bool sign or
+    a scale outside [SCALE_MIN, SCALE_MAX])."""
+    if input_signed is not None:
+        input_signed = check_bool(input_signed, "input_signed", where=_WHERE, error=QuantizationError)
+    if input_scale is not None:
+        input_scale = check_float(
+            input_scale,
+            "input_scale",
+            lo=SCALE_MIN,
+            hi=SCALE_MAX,
+            where=_WHERE,
+            error=QuantizationError,
+            fix="pass a positive scale (float value of one input step)",
+        )
+    return input_signed, input_scale
+
+
+def _quantize(m: _Mapping) -> _Quantized:
+    """Quantize the (checked) float chain layer by layer from the input scale (module docstring): the
+    input is signed when the calibration data have a negative value (unless ``input_signed``), and its
+    scale is ``max|x| / 127`` or ``max x / 255`` (unless ``input_scale``)."""
+    lim, x = m.limits, m.x
+    fouts, vmax = float_forward(list(m.layers), x)
+    qmax = (1 << (lim.act_bits - 1)) - 1
+    signed = bool(np.min(x) < 0) if m.input_signed is None else m.input_signed
+    in_bits = lim.act_bits
+    scale = m.input_scale
+    if scale is None:
+        top = float(np.max(np.abs(x))) if signed else float(np.max(x))
+        scale = _scale(_nonzero(top) / (qmax if signed else (1 << in_bits) - 1), "input scale", "input")
+    stream = _Stream(float(scale), *int_range(in_bits, signed))
+    steps: list[_Step] = []
+    i = 0
+    while i < len(m.layers):
+        n_prev = steps[-1].q.n_out if steps else x.shape[-1]
+        step = _quantize_layer(m, i, stream, n_prev, fouts, vmax)
+        steps.append(step)
+        stream = step.stream
+        i += step.consumed
+    s_out = stream.scale
+    return _Quantized(
+        layers=tuple(s.q for s in steps),
+        infos=tuple(s.info for s in steps),
+        multipliers=tuple(s.multiplier for s in steps if s.multiplier is not None),
+        input_bits=in_bits,
+        input_signed=signed,
+        input_scale=float(scale),
+        output_scale=float(np.max(s_out)) if np.ndim(s_out) else float(s_out),
+    )
+
+
+def _quantize_layer(
+    m: _Mapping, i: int, stream: _Stream, n_prev: int, fouts: list[np.ndarray], vmax: dict[str, float]
+) -> _Step:
+    """The integer layer for float layer ``i`` fed ``stream`` (``n_prev`` values; ``fouts``/``vmax``: the
+    float activations and LIF membrane peaks on the calibration data).
+
+    A GEMM/convolution followed by a LIF emits its raw accumulator; one followed by a ReLU fuses it
+    (unsigned RequantShift); a stand-alone ReLU is an unsigned RequantShift with ``mul 1, add 0, div 1``
+    (scale unchanged); a LIF's state scale is pinned or calibrated (:func:`_state_scale`).
+    """
+    layer = m.layers[i]
+    nxt = m.layers[i + 1] if i + 1 < len(m.layers) else None
+    if isinstance(layer, (GemmLayer, Conv2dLayer)):
+        if isinstance(nxt, IntLIFLayer):
+            return _quantize_raw(layer, stream, m)
+        relu = nxt if isinstance(nxt, ReLU) else None
+        return _quantize_requant(layer, relu, stream, fouts[i + 1] if relu is not None else fouts[i], m)
+    lim = m.limits
+    if isinstance(layer, ReLU):
+        rq = RequantShift(mul=1, add=0, div=1, out_bits=lim.act_bits, signed=False)
+        info = dict(name=layer.name, fused=(layer.name,), in_scale=stream.scale, out_scale=stream.scale)
+        out = _Stream(stream.scale, 0, min(stream.hi, rq.out_range[1]), stream.accumulator)
+        return _Step(QRequant(layer.name, n_prev, rq), info, out)
+    s_v = m.state_scale[layer.name] if layer.name in m.state_scale else _state_scale(layer, vmax.get(layer.name, 0.0))
+    q, info, multiplier = _quantize_lif(layer, stream, s_v, lim)
+    return _Step(q, info, _Stream(1.0, 0, 1), multiplier=multiplier)
+
+
+@dataclass(frozen=True)
+class _Weights:
+    """A GEMM/convolution's integer weights and what follows from them.
+
+    Attributes:
+        q: int8 weights, the float weights' shape. scale: ``s_w`` per output channel. error: largest
+            weight error relative to ``max|W|``.
+        acc_lo, acc_hi: exact accumulator bounds per output channel over the input box ``[lo, hi]^K``.
+        acc_scale: ``s_acc = s_in s_w``. bias: the float bias (zeros when None).
+    """
+
+    q: np.ndarray
+    scale: np.ndarray
+    error: float
+    acc_lo: np.ndarray
+    acc_hi: np.ndarray
+    acc_scale: Any
+    bias: np.ndarray
+
+    @property
+    def acc_range(self) -> tuple[int, int]:
+        return int(self.acc_lo.min()), int(self.acc_hi.max())
+
+
+def _weights(layer: GemmLayer | Conv2dLayer, stream: _Stream, m: _Mapping) -> _Weights:
+    """Quantize a GEMM/convolution's weights (:func:`_quant_weights`) and bound its accumulator over the
+    value range ``[stream.lo, stream.hi]`` (QuantizationError for an out-of-range scale)."""
+    Wq, s_w, w_err = _quant_weights(layer.weight, m.granularity, m.limits.weight_range[1])
+    _scale(s_w, "weight scale", layer.name)
+    w2 = Wq.reshape(-1, Wq.shape[-1])
+    a, b = w2 * stream.lo, w2 * stream.hi
+    acc_lo, acc_hi = np.minimum(a, b).sum(0), np.maximum(a, b).sum(0)
+    s_acc = _scale(stream.scale * s_w, "accumulator scale (input scale x weight scale)", layer.name)
+    bias = layer.bias if layer.bias is not None else np.zeros(Wq.shape[-1])
+    return _Weights(Wq, s_w, w_err, acc_lo, acc_hi, s_acc, bias)
+
+
+def _quantize_raw(layer: GemmLayer | Conv2dLayer, stream: _Stream, m: _Mapping) -> _Step:
+    """A GEMM/convolution feeding a LIF: no RequantShift, the raw int32 accumulator (scale ``s_acc``)
+    goes on, its float bias folded into the LIF's addend."""
+    w = _weights(layer, stream, m)
+    q = QGemm(layer.name, w.q) if isinstance(layer, GemmLayer) else layer._q(w.q)
+    info = dict(
+        name=layer.name,
+        fused=(layer.name,),
+        in_scale=stream.scale,
+        out_scale=w.acc_scale,
+        weight_scale=w.scale,
+        weight_error=w.error,
+        acc_range=w.acc_range,
+    )
+    return _Step(q, info, _Stream(w.acc_scale, *w.acc_range, _Accumulator(w.acc_scale, w.bias)))
+
+
+def _quantize_requant(
+    layer: GemmLayer | Conv2dLayer, relu: ReLU | None, stream: _Stream, y: np.ndarray, m: _Mapping
+) -> _Step:
+    """A GEMM/convolution with its RequantShift (:func:`requant_from_scale`): output scale ``max|y| / 127``
+    (signed) or, with the following ``relu`` fused, ``max y / 255`` (unsigned); ``y`` its float output on
+    the calibration data (after the ReLU when fused)."""
+    lim = m.limits
+    w = _weights(layer, stream, m)
+    signed = relu is None
+    top = float(np.max(np.abs(y))) if signed else float(np.max(y))
+    qmax = (1 << (lim.act_bits - 1)) - 1
+    s_out = _scale(_nonzero(top) / (qmax if signed else (1 << lim.act_bits) - 1), "output scale", layer.name)
+    with np.errstate(over="ignore", under="ignore"):
+        M = w.acc_scale / s_out
+        A = w.bias / s_out
+    _scale(M, "real multiplier (accumulator scale / output scale)", layer.name, lo=0.0)
+    _scale(A, "addend (bias / output scale)", layer.name, lo=None)
+    if m.granularity == "tensor":
+        M = np.float64(M[0])
+    rq, err = requant_from_scale(M, w.acc_lo, w.acc_hi, A, lim.act_bits, signed, lim)
+    if isinstance(layer, GemmLayer):
+        q = QGemm(layer.name, w.q, None, rq)
+    else:
+        q = QConv2d(layer.name, w.q, layer.in_shape, None, rq, layer.stride, layer.padding, layer.groups)
+    info = dict(
+        name=layer.name,
+        fused=(layer.name,) + ((relu.name,) if relu is not None else ()),
+        in_scale=stream.scale,
+        out_scale=s_out,
+        weight_scale=w.scale,
+        weight_error=w.error,
+        mul_rel_error=err,
+        shift=rq.shift,
+        acc_range=w.acc_range,
+    )
+    multiplier = Multiplier(layer.name, M, rq.mul, rq.shift, lif=False)
+    return _Step(q, info, _Stream(s_out, *rq.out_range), 1 if relu is None else 2, multiplier)
+
+
+def _specification(m: _Mapping, qz: _Quantized) -> Specification:
+    """Assemble the :class:`Specification`: the configuration (NPU layers by ``m.npu``), its tile plans
+    and placement, the layer reports, and every violation of the rounded multipliers and of the
+    configuration (raised together when ``m.check``)."""
+    lim = m.limits
+    cfg = SiracusaConfig(
+        layers=qz.layers,
+        n_input=int(m.x.shape[-1]),
+        input_bits=qz.input_bits,
+        input_signed=bool(qz.input_signed),
+        input_scale=float(qz.input_scale),
+        output_scale=qz.output_scale,
+        rows=int(m.rows),
+        buffering=int(m.buffering),
+        l1_budget=m.l1_budget,
+        use_weight_memory=bool(m.use_weight_memory),
         limits_name=_limits_key(lim),
     )
-    elig = {q.name: npu_eligibility(q, lim) for q in qlayers}
-    if npu == "auto":
-        cfg = cfg.replace(npu_layers=tuple(q.name for q in qlayers if elig[q.name][0]))
-    elif npu == "all":
-        cfg = cfg.replace(npu_layers=tuple(q.name for q in qlayers if isinstance(q, (QGemm, QConv2d))))
+    elig = {q.name: npu_eligibility(q, lim) for q in qz.layers}
+    if m.npu == "auto":
+        cfg = cfg.replace(npu_layers=tuple(q.name for q in qz.layers if elig[q.name][0]))
+    elif m.npu == "all":
+        cfg = cfg.replace(npu_layers=tuple(q.name for q in qz.layers if isinstance(q, (QGemm, QConv2d))))
     plans = plan_tiles(cfg, lim)
     placement = place_memory(cfg, lim)
-    found.extend(check_constraints(cfg, lim, plans=plans, placement=placement))
+    found = check_rules(QUANTIZATION_RULES, QuantizationCheck(qz.multipliers, lim))
+    found += check_constraints(cfg, lim, plans=plans, placement=placement)
     reports = tuple(
         LayerReport(
             kind=type(q).__name__,
@@ -532,11 +658,11 @@ def mapper(
             tile=plan,
             **info,
         )
-        for q, plan, info in zip(qlayers, plans, infos)
+        for q, plan, info in zip(qz.layers, plans, qz.infos)
     )
-    spec = Specification(tuple(layers), cfg, reports, placement, tuple(plans), tuple(found))
-    if check and found:
-        raise ConstraintError(found, device=lim.name)
+    spec = Specification(m.layers, cfg, reports, placement, tuple(plans), tuple(found))
+    if m.check:
+        raise_violations(found, lim.name)
     return spec
 
 
@@ -578,27 +704,23 @@ def _limits_key(lim: SiracusaLimits) -> str:
 
 
 def _quantize_lif(
-    layer: IntLIFLayer,
-    pending: dict | None,
-    s_in: Any,
-    lo: int,
-    hi: int,
-    s_v: float,
-    lim: SiracusaLimits,
-    found: list[Violation],
-) -> tuple[QLIF, dict]:
-    """Integer LIF parameters (see the module docstring) with the largest overflow-free shift.
+    layer: IntLIFLayer, stream: _Stream, s_v: float, lim: SiracusaLimits
+) -> tuple[QLIF, dict, Multiplier]:
+    """Integer LIF parameters (see the module docstring) with the largest overflow-free shift, its report
+    fields and its rounded input multiplier (checked by ``multiplier_underflow``).
 
-    A threshold below half a state step becomes 1 (the smallest positive integer threshold); an input
-    multiplier that rounds to 0 is a ``multiplier_underflow`` violation appended to ``found``."""
+    ``stream`` carries the input: a raw accumulator (per-channel scale and float bias, folded into the
+    addend) or any other integer values (one scale). A threshold below half a state step becomes 1 (the
+    smallest positive integer threshold)."""
     n = layer.n
-    if pending is not None:
+    acc = stream.accumulator
+    if acc is not None:
         # HWC layout after a convolution: value i belongs to channel i % O (per-channel scales repeat)
-        reps = n // max(np.size(pending["s_acc"]), 1)
-        s_I = np.tile(np.atleast_1d(pending["s_acc"]), reps)[:n]
-        b_prev = np.tile(np.atleast_1d(pending["bias"]), reps)[:n]
+        reps = n // max(np.size(acc.scale), 1)
+        s_I = np.tile(np.atleast_1d(acc.scale), reps)[:n]
+        b_prev = np.tile(np.atleast_1d(acc.bias), reps)[:n]
     else:
-        s_I, b_prev = np.broadcast_to(np.asarray(s_in, dtype=float), (n,)), np.zeros(n)
+        s_I, b_prev = np.broadcast_to(np.asarray(stream.scale, dtype=float), (n,)), np.zeros(n)
     s_lo, s_hi = int_range(layer.state_bits, True)
     beta_f = layer.alpha
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
@@ -606,7 +728,7 @@ def _quantize_lif(
             layer.gain * s_I / s_v, "input multiplier (gain x input scale / state scale)", layer.name, lo=None
         )
         add_f = _scale((layer.bias + layer.gain * b_prev) / s_v, "addend (bias / state scale)", layer.name, lo=None)
-    imax = max(abs(lo), abs(hi))
+    imax = max(abs(stream.lo), abs(stream.hi))
     top = (1 << 31) - 1
     shift = 0
     with np.errstate(over="ignore"):  # an overflowing bound is inf: that shift does not fit
@@ -627,16 +749,6 @@ def _quantize_lif(
             np.where(f > 0, np.abs(q / 2.0**shift - f) / np.where(f > 0, f, 1), 0)
             for f, q in ((beta_f, bm), (in_f, im))
         ]
-    if np.any((im == 0) & (in_f != 0)):
-        found.append(
-            Violation(
-                "multiplier_underflow",
-                layer.name,
-                f"input multiplier {float(np.min(np.abs(in_f[in_f != 0]))):.3g} (gain x input scale / state scale)",
-                f">= 2^-{shift} (in_mul >= 1 at shift {shift})",
-                "rescale the layer: its input is negligible against its threshold and state range",
-            )
-        )
     q = QLIF(layer.name, bm, im, am, shift, thr, layer.state_bits, layer.reset, layer.compare)
     info = dict(
         name=layer.name,
@@ -645,9 +757,9 @@ def _quantize_lif(
         out_scale=1.0,
         shift=shift,
         mul_rel_error=float(max(np.max(e) for e in errs)),
-        acc_range=(lo, hi),
+        acc_range=(stream.lo, stream.hi),
     )
-    return q, info
+    return q, info, Multiplier(layer.name, in_f, im, shift, lif=True)
 
 
 def _state_scale(layer: IntLIFLayer, vpeak: float) -> float:

@@ -129,6 +129,9 @@ def plan_layer(
 ) -> TilePlan:
     """The L1 tile plan of one layer (see the module docstring for the footprint formulas).
 
+    One tile's buffers may use ``budget // buffering`` bytes; a GEMM is planned by :func:`_plan_gemm`, a
+    convolution by :func:`_plan_conv`, a RequantShift or LIF by :func:`_plan_eltwise`.
+
     Raises:
         ConfigError: ``layer`` not an integer layer, ``rows`` or ``budget`` not whole numbers >= 1,
             ``buffering`` not 1 or 2.
@@ -139,127 +142,124 @@ def plan_layer(
     rows = check_int(rows, "rows", lo=1, hi=ROWS_MAX, where=where, error=ConfigError)
     budget = check_int(budget, "budget", lo=1, where=where, error=ConfigError)
     buf = check_int(buffering, "buffering", lo=1, hi=2, where=where, error=ConfigError)
-    cap = budget // buf
-    name = layer.name
+    room = _Room(budget, buf)
     if isinstance(layer, QGemm):
-        K, O, M = layer.n_in, layer.n_out, rows
-        ob = _out_bytes(layer)
-        best = None
-        for o in _o_candidates(O, lim.gemm_chunk_quantum):
-            room = cap - K * o - _PARAM_BYTES * o
-            m = min(M, room // (K + o * ob)) if room > 0 else 0
-            if m >= 1:
-                n = math.ceil(M / m) * math.ceil(O / o)
-                if best is None or n < best[0]:
-                    best = (n, m, o)
-        o_min = _o_candidates(O, lim.gemm_chunk_quantum)[-1]
-        min_bytes = (K + K * o_min + _PARAM_BYTES * o_min + o_min * ob) * buf
-        if best is None:
-            return TilePlan(
-                name,
-                "gemm",
-                {"m": 0, "o": 0},
-                0,
-                0,
-                0,
-                buf,
-                budget,
-                False,
-                f"K = {K} is never tiled; the smallest tile (m = 1, o = {o_min}) needs "
-                f"{min_bytes} B > {budget} B: reduce K, split the layer or raise the L1 "
-                f"budget",
-                min_bytes,
-            )
-        n, m, o = best
-        tb = m * K + K * o + _PARAM_BYTES * o + m * o * ob
-        ins, outs, ws = [], [], []
-        for mm in _split(M, m):
-            for oo in _split(O, o):
-                ins.append(mm * K)
-                ws.append(K * oo + _PARAM_BYTES * oo)
-                outs.append(mm * oo * ob)
-        return TilePlan(
-            name,
-            "gemm",
-            {"m": m, "o": o},
-            n,
-            tb,
-            tb * buf,
-            buf,
-            budget,
-            True,
-            "whole layer in one tile" if n == 1 else f"{n} tiles of {m} x {o}",
-            min_bytes,
-            tuple(ins),
-            tuple(outs),
-            tuple(ws),
-        )
+        return _plan_gemm(layer, rows, room, lim)
     if isinstance(layer, QConv2d):
-        H, W, C = layer.in_shape
-        Ho, Wo, O = layer.out_shape
-        kh, kw, cg, _ = layer.weight.shape
-        ob = _out_bytes(layer)
-        Wp = W + 2 * layer.padding
-        dw = layer.depthwise
+        return _plan_conv(layer, room, lim)
+    return _plan_eltwise(layer, rows, room)
 
-        def need(h: int, o: int) -> tuple[int, int, int]:
-            rows_in = min((h - 1) * layer.stride + kh, H + 2 * layer.padding)
-            c_in = o if dw else C
-            return rows_in * Wp * c_in, kh * kw * cg * o + _PARAM_BYTES * o, h * Wo * o * ob
 
-        best = None
-        for o in _o_candidates(O, lim.gemm_chunk_quantum):
-            for h in range(Ho, 0, -1):
-                i, w, out = need(h, o)
-                if i + w + out <= cap:
-                    n = math.ceil(Ho / h) * math.ceil(O / o)
-                    if best is None or n < best[0]:
-                        best = (n, h, o)
-                    break
-        o_min = _o_candidates(O, lim.gemm_chunk_quantum)[-1]
-        min_bytes = sum(need(1, o_min)) * buf
-        if best is None:
-            return TilePlan(
-                name,
-                "conv",
-                {"h": 0, "o": 0},
-                0,
-                0,
-                0,
-                buf,
-                budget,
-                False,
-                f"input channels (K = {kh * kw * cg}) are never tiled; the smallest tile "
-                f"(1 output row, o = {o_min}) needs {min_bytes} B > {budget} B: reduce the "
-                f"width or channels, or raise the L1 budget",
-                min_bytes,
-            )
-        n, h, o = best
-        tb = sum(need(h, o))
-        ins, outs, ws = [], [], []
-        for hh in _split(Ho, h):
-            for oo in _split(O, o):
-                i, w, out = need(hh, oo)
-                ins.append(i)
-                ws.append(w)
-                outs.append(out)
-        return TilePlan(
-            name,
-            "conv",
-            {"h": h, "o": o},
-            n,
-            tb,
-            tb * buf,
-            buf,
-            budget,
-            True,
-            "whole layer in one tile" if n == 1 else f"{n} tiles of {h} rows x {o} channels",
-            min_bytes,
-            tuple(ins),
-            tuple(outs),
-            tuple(ws),
+@dataclass(frozen=True)
+class _Room:
+    """The L1 a layer's tiles may use: ``budget`` bytes, ``buffering`` copies of one tile's buffers."""
+
+    budget: int
+    buffering: int
+
+    @property
+    def cap(self) -> int:
+        """Bytes one tile's buffers may use."""
+        return self.budget // self.buffering
+
+
+def _no_fit(name: str, kind: str, tile: dict, room: _Room, reason: str, min_bytes: int) -> TilePlan:
+    """The plan of a layer whose smallest tile (``min_bytes`` with buffering) exceeds the budget."""
+    return TilePlan(name, kind, tile, 0, 0, 0, room.buffering, room.budget, False, reason, min_bytes)
+
+
+def _fit(
+    name: str, kind: str, tile: dict, tile_bytes: int, room: _Room, reason: str, min_bytes: int, moved: list
+) -> TilePlan:
+    """The plan of ``len(moved)`` tiles of ``tile_bytes`` each; ``moved``: (input, output, weight) bytes
+    per tile."""
+    ins, outs, ws = (tuple(t[k] for t in moved) for k in range(3))
+    return TilePlan(
+        name,
+        kind,
+        tile,
+        len(moved),
+        tile_bytes,
+        tile_bytes * room.buffering,
+        room.buffering,
+        room.budget,
+        True,
+        reason,
+        min_bytes,
+        ins,
+        outs,
+        ws,
+    )
+
+
+def _plan_gemm(layer: QGemm, rows: int, room: _Room, lim: SiracusaLimits) -> TilePlan:
+    """``m`` rows x ``o`` outputs (``K`` never tiled): the fewest tiles whose ``B(m, o)`` fits (ties: the
+    larger ``o``), ``o`` from the output-chunk candidates."""
+    K, O, M = layer.n_in, layer.n_out, rows
+    ob = _out_bytes(layer)
+    best = None
+    for o in _o_candidates(O, lim.gemm_chunk_quantum):
+        room_o = room.cap - K * o - _PARAM_BYTES * o
+        m = min(M, room_o // (K + o * ob)) if room_o > 0 else 0
+        if m >= 1:
+            n = math.ceil(M / m) * math.ceil(O / o)
+            if best is None or n < best[0]:
+                best = (n, m, o)
+    o_min = _o_candidates(O, lim.gemm_chunk_quantum)[-1]
+    min_bytes = (K + K * o_min + _PARAM_BYTES * o_min + o_min * ob) * room.buffering
+    if best is None:
+        reason = (
+            f"K = {K} is never tiled; the smallest tile (m = 1, o = {o_min}) needs {min_bytes} B > "
+            f"{room.budget} B: reduce K, split the layer or raise the L1 budget"
         )
-    # Element-wise: bytes per value moved in, out, and per-channel parameters kept next to it.
+        return _no_fit(layer.name, "gemm", {"m": 0, "o": 0}, room, reason, min_bytes)
+    n, m, o = best
+    tb = m * K + K * o + _PARAM_BYTES * o + m * o * ob
+    moved = [(mm * K, mm * oo * ob, K * oo + _PARAM_BYTES * oo) for mm in _split(M, m) for oo in _split(O, o)]
+    reason = "whole layer in one tile" if n == 1 else f"{n} tiles of {m} x {o}"
+    return _fit(layer.name, "gemm", {"m": m, "o": o}, tb, room, reason, min_bytes, moved)
+
+
+def _plan_conv(layer: QConv2d, room: _Room, lim: SiracusaLimits) -> TilePlan:
+    """``h`` output rows x ``o`` output channels, full width, all input channels (the convolution's K):
+    the fewest tiles that fit (for each ``o``, the tallest ``h``)."""
+    H, W, C = layer.in_shape
+    Ho, Wo, O = layer.out_shape
+    kh, kw, cg, _ = layer.weight.shape
+    ob = _out_bytes(layer)
+    Wp = W + 2 * layer.padding
+
+    def need(h: int, o: int) -> tuple[int, int, int]:
+        """(input, output, weight) bytes of a tile of ``h`` output rows and ``o`` channels."""
+        rows_in = min((h - 1) * layer.stride + kh, H + 2 * layer.padding)
+        c_in = o if layer.depthwise else C  # a depthwise tile reads only its own channels
+        return rows_in * Wp * c_in, h * Wo * o * ob, kh * kw * cg * o + _PARAM_BYTES * o
+
+    best = None
+    for o in _o_candidates(O, lim.gemm_chunk_quantum):
+        for h in range(Ho, 0, -1):
+            if sum(need(h, o)) <= room.cap:
+                n = math.ceil(Ho / h) * math.ceil(O / o)
+                if best is None or n < best[0]:
+                    best = (n, h, o)
+                break
+    o_min = _o_candidates(O, lim.gemm_chunk_quantum)[-1]
+    min_bytes = sum(need(1, o_min)) * room.buffering
+    if best is None:
+        reason = (
+            f"input channels (K = {kh * kw * cg}) are never tiled; the smallest tile (1 output row, o = "
+            f"{o_min}) needs {min_bytes} B > {room.budget} B: reduce the width or channels, or raise the L1 budget"
+        )
+        return _no_fit(layer.name, "conv", {"h": 0, "o": 0}, room, reason, min_bytes)
+    n, h, o = best
+    moved = [need(hh, oo) for hh in _split(Ho, h) for oo in _split(O, o)]
+    reason = "whole layer in one tile" if n == 1 else f"{n} tiles of {h} rows x {o} channels"
+    return _fit(layer.name, "conv", {"h": h, "o": o}, sum(need(h, o)), room, reason, min_bytes, moved)
+
+
+def _plan_eltwise(layer: QRequant | QLIF, rows: int, room: _Room) -> TilePlan:
+    """``n`` values per tile, each moving ``bytes_per_value`` in and out with its per-channel parameters
+    (LIF: int32 input, state in and out, spike out, three int32 parameters and the threshold)."""
     N = layer.n_out * rows
     if isinstance(layer, QLIF):
         sb = (layer.state_bits + 7) // 8
@@ -267,39 +267,16 @@ def plan_layer(
     else:
         b_in, b_out, b_par = 1, 1, (_PARAM_BYTES if layer.requant.per_channel else 0)
     per = b_in + b_out + b_par
-    n = min(N, cap // per)
-    min_bytes = per * buf
+    n = min(N, room.cap // per)
+    min_bytes = per * room.buffering
     if n < 1:
-        return TilePlan(
-            name,
-            "eltwise",
-            {"n": 0},
-            0,
-            0,
-            0,
-            buf,
-            budget,
-            False,
-            f"one value needs {min_bytes} B > {budget} B",
-            min_bytes,
+        return _no_fit(
+            layer.name, "eltwise", {"n": 0}, room, f"one value needs {min_bytes} B > {room.budget} B", min_bytes
         )
     sizes = _split(N, n)
-    return TilePlan(
-        name,
-        "eltwise",
-        {"n": n},
-        len(sizes),
-        n * per,
-        n * per * buf,
-        buf,
-        budget,
-        True,
-        "whole layer in one tile" if len(sizes) == 1 else f"{len(sizes)} tiles of {n} values",
-        min_bytes,
-        tuple(s * b_in for s in sizes),
-        tuple(s * b_out for s in sizes),
-        tuple(s * b_par for s in sizes),
-    )
+    reason = "whole layer in one tile" if len(sizes) == 1 else f"{len(sizes)} tiles of {n} values"
+    moved = [(s * b_in, s * b_out, s * b_par) for s in sizes]
+    return _fit(layer.name, "eltwise", {"n": n}, n * per, room, reason, min_bytes, moved)
 
 
 def plan_tiles(config: SiracusaConfig, limits: SiracusaLimits | str | None = None) -> list[TilePlan]:
