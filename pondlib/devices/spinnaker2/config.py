@@ -472,6 +472,75 @@ def _spec_problems(spec: Specification) -> list[str]:
     return problems
 
 
+def _encode_pe(
+    sl: Slice,
+    spec: Specification,
+    model: NeuronModel,
+    src_id: dict[str, int],
+    targets_of: dict[tuple[str, int], list[int]],
+    problems: list[str],
+) -> PEConfig:
+    """The synapse rows of one slice's PE: one row per source neuron with a non-zero weight into the
+    slice (projections in order, neurons ascending, targets ascending within a row), encoded in the
+    model's word. Records in ``targets_of`` (source, slice start) -> PEs that the source slice sends to;
+    a row that cannot be encoded is left out and its problems appended to ``problems``."""
+    rows_src, rows_neuron, ptr, words = [], [], [0], []
+    for proj in spec.projections_into(sl.population):
+        w = proj.weights[:, sl.start : sl.stop]
+        d = proj.delays[:, sl.start : sl.stop]
+        for j in np.flatnonzero(np.any(w != 0, axis=1)):
+            idx = np.flatnonzero(w[j] != 0)
+            try:
+                row = encode_words(w[j, idx], d[j, idx], idx, model.word)
+            except ConfigError as err:
+                problems += [f"{proj.name} row {int(j)} -> PE {sl.pe}: {p}" for p in err.problems]
+                continue
+            rows_src.append(src_id[proj.pre])
+            rows_neuron.append(int(j))
+            words.append(row)
+            ptr.append(ptr[-1] + row.size)
+            for src_sl in spec.source_slices(proj.pre):
+                if src_sl.start <= j < src_sl.stop:
+                    targets_of.setdefault((proj.pre, src_sl.start), [])
+                    if sl.pe not in targets_of[(proj.pre, src_sl.start)]:
+                        targets_of[(proj.pre, src_sl.start)].append(sl.pe)
+    return PEConfig(
+        pe=sl.pe,
+        population=sl.population,
+        start=sl.start,
+        stop=sl.stop,
+        row_source=np.asarray(rows_src, dtype=np.int64),
+        row_neuron=np.asarray(rows_neuron, np.int64),
+        row_ptr=np.asarray(ptr, dtype=np.int64),
+        words=np.concatenate(words) if words else np.zeros(0, np.uint16),
+        memory=dict(spec.memory.get(sl.pe, {})),
+    )
+
+
+def _routing(
+    spec: Specification,
+    sources: tuple[str, ...],
+    src_id: dict[str, int],
+    targets_of: dict[tuple[str, int], list[int]],
+) -> list[RoutingEntry]:
+    """One routing entry per source slice (sources in order): key ``source id << 16 | slice << 8``, mask
+    ``0xFFFFFF00`` (the low byte is the neuron), and the PEs it sends to, ascending."""
+    routing = []
+    for name in sources:
+        for k, s in enumerate(spec.source_slices(name)):
+            routing.append(
+                RoutingEntry(
+                    key=(src_id[name] << 16) | (k << 8),
+                    mask=0xFFFFFF00,
+                    source=name,
+                    start=s.start,
+                    stop=s.stop,
+                    targets=tuple(sorted(targets_of.get((name, s.start), []))),
+                )
+            )
+    return routing
+
+
 def config_from_specification(
     spec: Specification, options: LIFOptions | None = None
 ) -> tuple[SpiNNaker2Config | None, bool, str]:
@@ -516,56 +585,9 @@ def config_from_specification(
     sources = ("input", *[p.name for p in spec.populations])
     src_id = {s: i for i, s in enumerate(sources)}
     sizes = {"input": spec.n_input, **{p.name: p.size for p in spec.populations}}
-    pes: list[PEConfig] = []
     targets_of: dict[tuple[str, int], list[int]] = {}
-    for sl in spec.slices:
-        rows_src, rows_neuron, ptr, words = [], [], [0], []
-        for proj in spec.projections_into(sl.population):
-            w = proj.weights[:, sl.start : sl.stop]
-            d = proj.delays[:, sl.start : sl.stop]
-            for j in np.flatnonzero(np.any(w != 0, axis=1)):
-                idx = np.flatnonzero(w[j] != 0)
-                try:
-                    row = encode_words(w[j, idx], d[j, idx], idx, model.word)
-                except ConfigError as err:
-                    problems += [f"{proj.name} row {int(j)} -> PE {sl.pe}: {p}" for p in err.problems]
-                    continue
-                rows_src.append(src_id[proj.pre])
-                rows_neuron.append(int(j))
-                words.append(row)
-                ptr.append(ptr[-1] + row.size)
-                for src_sl in spec.source_slices(proj.pre):
-                    if src_sl.start <= j < src_sl.stop:
-                        targets_of.setdefault((proj.pre, src_sl.start), [])
-                        if sl.pe not in targets_of[(proj.pre, src_sl.start)]:
-                            targets_of[(proj.pre, src_sl.start)].append(sl.pe)
-        pes.append(
-            PEConfig(
-                pe=sl.pe,
-                population=sl.population,
-                start=sl.start,
-                stop=sl.stop,
-                row_source=np.asarray(rows_src, dtype=np.int64),
-                row_neuron=np.asarray(rows_neuron, np.int64),
-                row_ptr=np.asarray(ptr, dtype=np.int64),
-                words=np.concatenate(words) if words else np.zeros(0, np.uint16),
-                memory=dict(spec.memory.get(sl.pe, {})),
-            )
-        )
-    routing = []
-    for name in sources:
-        for k, s in enumerate(spec.source_slices(name)):
-            key = (src_id[name] << 16) | (k << 8)
-            routing.append(
-                RoutingEntry(
-                    key=key,
-                    mask=0xFFFFFF00,
-                    source=name,
-                    start=s.start,
-                    stop=s.stop,
-                    targets=tuple(sorted(targets_of.get((name, s.start), []))),
-                )
-            )
+    pes = [_encode_pe(sl, spec, model, src_id, targets_of, problems) for sl in spec.slices]
+    routing = _routing(spec, sources, src_id, targets_of)
     if problems:
         return None, False, ConfigError(problems=problems).args[0]
     pops = tuple(PopulationConfig(name=p.name, size=p.size, **p.chip_arrays()) for p in spec.populations)

@@ -63,10 +63,11 @@ import numpy as np
 from pondlib.devices.core.intmath import int_range, sat
 from pondlib.devices.core.lookup import as_graph
 from pondlib.devices.core.numerics import relative_error
-from pondlib.devices.core.rules import raise_violations
+from pondlib.devices.core.rules import check_rules, raise_violations
+from pondlib.devices.spinnaker2.dnn_rules import DNN_RULE_FUNCTIONS, DNN_RULES, SHIFT_MAX, DNNPlan, LayerPlan
 from pondlib.devices.spinnaker2.image import build_image, layer_bias, layer_weights, parse_image
 from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, get_limits
-from pondlib.errors import ConfigError, GraphError, PondError, QuantizationError, Violation
+from pondlib.errors import ConfigError, GraphError, PondError, QuantizationError
 from pondlib.validate import (
     as_float_array,
     as_int_array,
@@ -88,19 +89,6 @@ __all__ = [
     "max_tile_columns",
     "default_workers",
 ]
-
-#: Largest requantization shift (an arithmetic right shift of the 64-bit accumulator model).
-SHIFT_MAX = 62
-
-#: Every rule :func:`dnn_mapper` checks.
-DNN_RULES: dict[str, str] = {
-    "accumulator_width": "value-range bound of every accumulator < 2^(acc_bits-1) (or overflow='wrap')",
-    "worker_sram": "one worker's tile (weights, bias, input, output) fits limits.dnn_worker_bytes",
-    "max_workers": "workers of a layer <= usable PEs - 1 (one PE is the scheduler)",
-    "bias_range": "quantized biases fit the 32-bit bias word",
-    "shift_range": "the requantization shift f_in + f_w - f_y is within 0..62",
-    "dram_capacity": "weights + biases + activations fit in DRAM",
-}
 
 
 @dataclass(frozen=True, eq=False)
@@ -679,34 +667,12 @@ def _frac(maxabs: float) -> int:
     return f
 
 
-def dnn_mapper(
-    mlp: MLP,
-    calibration: Any,
-    limits: SpiNNaker2Limits | str | None = None,
-    *,
-    acc_bits: int | None = None,
-    overflow: str = "error",
-    workers: Mapping[str, int] | None = None,
-    round_shift: bool = True,
-) -> DNNConfig:
-    """Quantize an :class:`MLP` to int8 power-of-two layers and split them over worker PEs.
-
-    Args:
-        mlp: the float network. calibration: (B, K) float inputs that set the exponents.
-        limits: chip limits (default one chip). acc_bits: accumulator width (default
-        ``limits.acc_bits``, 24). overflow: ``"error"`` (a layer whose bound exceeds the accumulator is
-        a violation) or ``"wrap"``. workers: layer name -> worker count (default: the fewest that fit).
-        round_shift: fold ``2^(shift-1)`` into the bias (round-half-up requantization).
+def _calibration(calibration: Any, mlp: MLP, where: str) -> np.ndarray:
+    """Calibration inputs as float64 (B, K).
 
     Raises:
-        ConstraintError: every violated rule of :data:`DNN_RULES`, together.
-        QuantizationError: empty or non-finite calibration data.
+        QuantizationError: not finite real numbers, or not one column per network input.
     """
-    lim = get_limits(limits)
-    where = "dnn_mapper"
-    check_type(mlp, "mlp", MLP, where=where, error=QuantizationError, fix="build one with MLP.from_arrays")
-    acc_bits = lim.acc_bits if acc_bits is None else acc_bits
-    acc_bits = check_int(acc_bits, "acc_bits", lo=8, hi=62, where=where, error=QuantizationError)
     cal = np.atleast_2d(
         as_float_array(
             calibration,
@@ -725,6 +691,131 @@ def dnn_mapper(
             where=where,
             fix="pass representative float inputs, one column per network input",
         )
+    return cal
+
+
+def _tiles(n: int, c_max: int, asked: int | None) -> tuple[tuple[int, int], ...]:
+    """Columns ``0..n`` spread evenly over the workers: as asked, else the fewest that fit (1 when not
+    even one column fits), at most one per column."""
+    if c_max < 1:
+        n_w = asked or 1
+    elif asked is None:
+        n_w = math.ceil(n / c_max)
+    else:
+        n_w = asked
+    n_w = max(1, min(int(n_w), n))
+    edges = [round(j * n / n_w) for j in range(n_w + 1)]
+    return tuple((edges[j], edges[j + 1]) for j in range(n_w))
+
+
+@dataclass(frozen=True)
+class _Quantization:
+    """What :func:`_plan_layer` needs besides the layer: the chip, the accumulator and the options."""
+
+    limits: SpiNNaker2Limits
+    acc_bits: int
+    overflow: str
+    round_shift: bool
+
+
+def _plan_layer(
+    mlp: MLP, i: int, cal: np.ndarray, f_in: int, x_max: int, q: _Quantization, asked: int | None
+) -> LayerPlan:
+    """Quantize layer ``i`` (the exponents, shift and rounded bias of the module docstring) for inputs at
+    fraction ``f_in`` bounded by ``x_max``, and tile it.
+
+    Raises:
+        QuantizationError: the float outputs overflow float64 on the calibration set.
+    """
+    layer, lim = mlp.layers[i], q.limits
+    K, N = layer.weight.shape
+    b_lo, b_hi = int_range(lim.bias_bits)
+    f_w = _frac(float(np.max(np.abs(layer.weight))))
+    wq = np.clip(np.rint(np.ldexp(layer.weight, f_w)), -128, 127).astype(np.int64)
+    y = mlp.forward(cal, upto=i)  # QuantizationError when it overflows float64
+    f_y = min(_frac(float(np.max(np.abs(y)))), f_in + f_w)
+    shift = f_in + f_w - f_y
+    rnd = 2.0 ** (shift - 1) if q.round_shift and 0 < shift <= SHIFT_MAX else 0.0
+    with np.errstate(over="ignore"):  # beyond float64: inf, reported as a bias_range violation
+        bq_f = np.rint(np.ldexp(layer.bias, f_in + f_w)) + rnd  # exact below 2^53 (the int32 word)
+    bq = sat(np.clip(bq_f, b_lo - 1, b_hi + 1), 64)  # clipped before the cast: stored only to report
+    c_max = max_tile_columns(K, lim)
+    return LayerPlan(
+        name=layer.name,
+        k=K,
+        n=N,
+        relu=bool(layer.relu),
+        in_frac=f_in,
+        w_frac=f_w,
+        out_frac=f_y,
+        shift=shift,
+        weights=wq,
+        bias_float=bq_f,
+        bias_bounds=(b_lo, b_hi),
+        bias=bq,
+        x_max=x_max,
+        acc_bound=int(np.max(x_max * np.abs(wq).sum(axis=0) + np.abs(bq))),
+        acc_worst=int(K * 128 * int(np.max(np.abs(wq))) + int(np.max(np.abs(bq)))),
+        acc_bits=q.acc_bits,
+        overflow=q.overflow,
+        worker_bytes=lim.dnn_worker_bytes,
+        max_columns=c_max,
+        asked_workers=asked,
+        tiles=_tiles(N, c_max, asked),
+        max_workers=lim.usable_pes - 1,
+        weight_error=relative_error(np.ldexp(wq.astype(np.float64), -f_w), layer.weight),
+    )
+
+
+def _plan(mlp: MLP, cal: np.ndarray, q: _Quantization, workers: dict[Any, int]) -> DNNPlan:
+    """Every layer planned in order, each layer's output fraction the next one's input fraction; the
+    first layer's inputs are bounded by the quantized calibration set, later ones by 127 (int8)."""
+    workers = dict(workers)
+    f_in = _frac(float(np.max(np.abs(cal))))
+    with np.errstate(over="ignore"):
+        x_max = int(np.max(np.abs(sat(np.rint(np.ldexp(cal, f_in)), 8))))
+    layers = []
+    for i, layer in enumerate(mlp.layers):
+        plan = _plan_layer(mlp, i, cal, f_in, x_max, q, workers.pop(layer.name, None))
+        layers.append(plan)
+        f_in = plan.out_frac
+        x_max = 127  # int8 activations after requantization (0..127 after ReLU)
+    total = sum(p.k * p.n + 4 * p.n + p.k + p.n for p in layers)
+    return DNNPlan(tuple(layers), tuple(workers), total, q.limits.dram_bytes)
+
+
+def dnn_mapper(
+    mlp: MLP,
+    calibration: Any,
+    limits: SpiNNaker2Limits | str | None = None,
+    *,
+    acc_bits: int | None = None,
+    overflow: str = "error",
+    workers: Mapping[str, int] | None = None,
+    round_shift: bool = True,
+) -> DNNConfig:
+    """Quantize an :class:`MLP` to int8 power-of-two layers and split them over worker PEs.
+
+    Plans every layer (:class:`~pondlib.devices.spinnaker2.dnn_rules.LayerPlan`), runs every rule of
+    :data:`DNN_RULES` on the plan, raises every violation together, then builds the configuration.
+
+    Args:
+        mlp: the float network. calibration: (B, K) float inputs that set the exponents.
+        limits: chip limits (default one chip). acc_bits: accumulator width (default
+        ``limits.acc_bits``, 24). overflow: ``"error"`` (a layer whose bound exceeds the accumulator is
+        a violation) or ``"wrap"``. workers: layer name -> worker count (default: the fewest that fit).
+        round_shift: fold ``2^(shift-1)`` into the bias (round-half-up requantization).
+
+    Raises:
+        ConstraintError: every violated rule of :data:`DNN_RULES`, together.
+        QuantizationError: empty or non-finite calibration data.
+    """
+    lim = get_limits(limits)
+    where = "dnn_mapper"
+    check_type(mlp, "mlp", MLP, where=where, error=QuantizationError, fix="build one with MLP.from_arrays")
+    acc_bits = lim.acc_bits if acc_bits is None else acc_bits
+    acc_bits = check_int(acc_bits, "acc_bits", lo=8, hi=62, where=where, error=QuantizationError)
+    cal = _calibration(calibration, mlp, where)
     check_choice(overflow, "overflow", ("error", "wrap"), where=where, error=QuantizationError)
     round_shift = check_bool(round_shift, "round_shift", where=where, error=QuantizationError)
     if workers is not None:
@@ -732,121 +823,23 @@ def dnn_mapper(
         workers = {
             k: check_int(v, f"workers[{k!r}]", lo=1, where=where, error=QuantizationError) for k, v in workers.items()
         }
-    workers = dict(workers or {})
-    viol: list[Violation] = []
-    acc_lim = 1 << (acc_bits - 1)
-    b_lo, b_hi = int_range(lim.bias_bits)
-    f_in = _frac(float(np.max(np.abs(cal))))
-    input_frac = f_in
-    with np.errstate(over="ignore"):
-        x_max = int(np.max(np.abs(sat(np.rint(np.ldexp(cal, f_in)), 8))))
-    layers = []
-    errors = {}
-    total_bytes = 0
-    for i, layer in enumerate(mlp.layers):
-        K, N = layer.weight.shape
-        f_w = _frac(float(np.max(np.abs(layer.weight))))
-        wq = np.clip(np.rint(np.ldexp(layer.weight, f_w)), -128, 127).astype(np.int64)
-        y = mlp.forward(cal, upto=i)  # QuantizationError when it overflows float64
-        f_y = min(_frac(float(np.max(np.abs(y)))), f_in + f_w)
-        shift = f_in + f_w - f_y
-        if shift > SHIFT_MAX:
-            viol.append(
-                Violation(
-                    "shift_range",
-                    layer.name,
-                    f"shift {shift} (input 2^{-f_in}, weights 2^{-f_w}, output 2^{-f_y})",
-                    f"0..{SHIFT_MAX}",
-                    "rescale the layer: its outputs are vanishingly small against its inputs and weights",
-                )
-            )
-        rnd = 2.0 ** (shift - 1) if round_shift and 0 < shift <= SHIFT_MAX else 0.0
-        with np.errstate(over="ignore"):  # beyond float64: inf, reported as a bias_range violation
-            bq_f = np.rint(np.ldexp(layer.bias, f_in + f_w)) + rnd  # exact below 2^53 (the int32 word)
-        if bq_f.size and (bq_f.min() < b_lo or bq_f.max() > b_hi):
-            viol.append(
-                Violation(
-                    "bias_range",
-                    layer.name,
-                    f"{float(np.max(np.abs(bq_f))):.6g}",
-                    f"{b_lo}..{b_hi}",
-                    "scale the bias down (it would overflow its 32-bit word)",
-                )
-            )
-        bq = sat(np.clip(bq_f, b_lo - 1, b_hi + 1), 64)  # clipped before the cast: stored only to report
-        bound = int(np.max(x_max * np.abs(wq).sum(axis=0) + np.abs(bq)))
-        worst = int(K * 128 * int(np.max(np.abs(wq))) + int(np.max(np.abs(bq))))
-        if bound >= acc_lim and overflow == "error":
-            viol.append(
-                Violation(
-                    "accumulator_width",
-                    layer.name,
-                    f"|acc| bound {bound} (inputs <= {x_max})",
-                    f"< 2^{acc_bits - 1} = {acc_lim}",
-                    "use overflow='wrap', a wider accumulator (acc_bits=29) or smaller weights",
-                )
-            )
-        budget = lim.dnn_worker_bytes
-        c_max = max_tile_columns(K, lim)
-        n_w = workers.pop(layer.name, None)
-        if c_max < 1:
-            viol.append(
-                Violation(
-                    "worker_sram",
-                    layer.name,
-                    f"{2 * K + 5} B for one column",
-                    f"{budget} B",
-                    "split the input dimension (not supported) or use a smaller layer",
-                )
-            )
-            n_w = n_w or 1
-        elif n_w is None:
-            n_w = math.ceil(N / c_max)
-        elif math.ceil(N / n_w) > c_max:
-            need = math.ceil(N / n_w)
-            viol.append(
-                Violation(
-                    "worker_sram",
-                    layer.name,
-                    f"{need * (K + 5) + K} B per worker ({n_w} workers)",
-                    f"{budget} B",
-                    f"use at least {math.ceil(N / c_max)} workers",
-                )
-            )
-        n_w = max(1, min(int(n_w), N))
-        if n_w > lim.usable_pes - 1:
-            viol.append(
-                Violation(
-                    "max_workers",
-                    layer.name,
-                    n_w,
-                    lim.usable_pes - 1,
-                    "a layer this large needs more PEs than the chip has",
-                )
-            )
-        edges = [round(j * N / n_w) for j in range(n_w + 1)]
-        tiles = tuple((edges[j], edges[j + 1]) for j in range(n_w))
-        deq = np.ldexp(wq.astype(np.float64), -f_w)
-        errors[layer.name] = relative_error(deq, layer.weight)
-        total_bytes += K * N + 4 * N + K + N
-        layers.append(
-            DNNLayerConfig(layer.name, wq, bq, int(shift), bool(layer.relu), tiles, f_in, f_w, f_y, bound, worst)
+    plan = _plan(mlp, cal, _Quantization(lim, acc_bits, overflow, round_shift), dict(workers or {}))
+    raise_violations(check_rules(DNN_RULE_FUNCTIONS, plan), lim.name)
+    layers = tuple(
+        DNNLayerConfig(
+            p.name,
+            p.weights,
+            p.bias,
+            int(p.shift),
+            p.relu,
+            p.tiles,
+            p.in_frac,
+            p.w_frac,
+            p.out_frac,
+            p.acc_bound,
+            p.acc_worst,
         )
-        f_in = f_y
-        x_max = 127  # int8 activations after requantization (0..127 after ReLU)
-    for name in workers:
-        viol.append(
-            Violation(
-                "worker_sram",
-                name,
-                "workers for an unknown layer",
-                [lay.name for lay in mlp.layers],
-                "name a layer of the MLP",
-            )
-        )
-    if total_bytes > lim.dram_bytes:
-        viol.append(
-            Violation("dram_capacity", "<model>", f"{total_bytes} B", f"{lim.dram_bytes} B", "use a smaller model")
-        )
-    raise_violations(viol, lim.name)
-    return DNNConfig(tuple(layers), input_frac, acc_bits, overflow, lim.name, {"weight_relative_error": errors})
+        for p in plan.layers
+    )
+    errors = {p.name: p.weight_error for p in plan.layers}
+    return DNNConfig(layers, plan.layers[0].in_frac, acc_bits, overflow, lim.name, {"weight_relative_error": errors})

@@ -290,6 +290,163 @@ def _encode_check(what: str, value: int, lo: int, hi: int, where: str) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where each part of an image goes (byte offsets, module docstring): the UTF-8 layer ``names``, the
+    layer ``blocks``, the metadata, the data memory, per layer its weight tiles and bias, the input buffer
+    (the first activation buffer), per layer its output buffer, and the ``total`` size."""
+
+    names: tuple[bytes, ...]
+    blocks: tuple[int, ...]
+    meta: int
+    data: int
+    weights: tuple[tuple[int, ...], ...]
+    biases: tuple[int, ...]
+    inputs: int
+    outputs: tuple[int, ...]
+    total: int
+
+
+def _block_size(layer: Any, name: bytes) -> int:
+    """Bytes of a layer block: the fixed part, one entry per worker, the name, padded to 16."""
+    return _align(_LAYER.size + _WORKER.size * len(layer.tiles) + len(name))
+
+
+def _layout(layers: Sequence[Any], meta_len: int, where: str) -> _Layout:
+    """Lay out the regions in order, each on a 16-byte boundary.
+
+    Raises:
+        ConfigError: a name over 65535 UTF-8 bytes, a worker count the block cannot hold, or an image
+            beyond 4 GiB.
+    """
+    pos = HEADER_SIZE + time_area_size(len(layers))
+    names, blocks = [], []
+    for layer in layers:
+        name = layer.name.encode("utf-8")
+        _encode_check(f"{layer.name}: name length (UTF-8 bytes)", len(name), 0, 2**16 - 1, where)
+        _encode_check(f"{layer.name}: workers", len(layer.tiles), 1, 2**16 - 2, where)
+        names.append(name)
+        blocks.append(pos)
+        pos += _block_size(layer, name)
+    meta_addr = pos
+    data_addr = pos = _align(meta_addr + meta_len)
+    w_addrs, b_addrs = [], []
+    for layer in layers:
+        k = layer.weights.shape[0]
+        tiles = []
+        for a, b in layer.tiles:
+            tiles.append(pos)
+            pos = _align(pos + k * (b - a))
+        w_addrs.append(tuple(tiles))
+        b_addrs.append(pos)
+        pos = _align(pos + 4 * layer.weights.shape[1])
+    input_addr = pos
+    pos = _align(pos + layers[0].weights.shape[0])
+    out_addrs = []
+    for layer in layers:
+        out_addrs.append(pos)
+        pos = _align(pos + layer.weights.shape[1])
+    total = _encode_check("image size (bytes)", pos, 0, _U32, where)
+    return _Layout(
+        tuple(names),
+        tuple(blocks),
+        meta_addr,
+        data_addr,
+        tuple(w_addrs),
+        tuple(b_addrs),
+        input_addr,
+        tuple(out_addrs),
+        total,
+    )
+
+
+def _pack_header(
+    buf: bytearray,
+    layers: Sequence[Any],
+    at: _Layout,
+    meta_len: int,
+    input_frac: int,
+    acc_bits: int,
+    overflow: str,
+    where: str,
+) -> None:
+    """Write the global configuration (CRC 0: sealed last).
+
+    Raises:
+        ConfigError: ``input_frac`` beyond int32.
+    """
+    ovf = OVERFLOW_CODES.index(overflow)
+    _HEADER.pack_into(
+        buf,
+        0,
+        MAGIC,
+        VERSION,
+        HEADER_SIZE,
+        len(layers),
+        layers[0].weights.shape[0],
+        layers[-1].weights.shape[1],
+        HEADER_SIZE + time_area_size(len(layers)),  # the first layer block follows the time area
+        HEADER_SIZE,
+        at.meta,
+        meta_len,
+        at.data,
+        at.inputs,
+        at.inputs,
+        at.outputs[-1],
+        at.total,
+        _encode_check("input_frac", int(input_frac), *_I32, where),
+        int(acc_bits),
+        ovf,
+        0,
+        0,
+    )
+
+
+def _pack_layer(buf: bytearray, i: int, layer: Any, at: _Layout, where: str) -> None:
+    """Write layer ``i``: its block (linked to the next), its worker entries and name, its weight tiles
+    (int8, ``K x c_j`` row-major) and its biases (int32).
+
+    Raises:
+        ConfigError: a fraction beyond int32 or a bound beyond int64.
+    """
+    k, n = (int(s) for s in layer.weights.shape)
+    fr = [_encode_check(f"{layer.name}.{f}", int(getattr(layer, f)), *_I32, where) for f in _FRACS]
+    bounds = [_encode_check(f"{layer.name}.{f}", int(getattr(layer, f)), *_I64, where) for f in _BOUNDS]
+    name = at.names[i]
+    _LAYER.pack_into(
+        buf,
+        at.blocks[i],
+        at.blocks[i + 1] if i + 1 < len(at.blocks) else 0,
+        OP_FC,
+        FLAG_RELU if layer.relu else 0,
+        int(layer.shift),
+        k,
+        n,
+        len(layer.tiles),
+        i,
+        at.weights[i][0],
+        at.biases[i],
+        at.outputs[i - 1] if i else at.inputs,
+        at.outputs[i],
+        *fr,
+        len(name),
+        0,
+        *bounds,
+        _block_size(layer, name),
+        0,
+    )
+    off = at.blocks[i] + _LAYER.size
+    w = np.asarray(layer.weights)
+    for j, (a, b) in enumerate(layer.tiles):
+        _WORKER.pack_into(buf, off, j + 1, 0, int(a), int(b), at.weights[i][j])
+        off += _WORKER.size
+        tile = w[:, a:b].astype("<i1").tobytes()
+        buf[at.weights[i][j] : at.weights[i][j] + len(tile)] = tile
+    buf[off : off + len(name)] = name
+    bias = np.asarray(layer.bias).astype("<i4").tobytes()
+    buf[at.biases[i] : at.biases[i] + len(bias)] = bias
+
+
 def build_image(
     layers: Sequence[Any],
     *,
@@ -312,105 +469,13 @@ def build_image(
             int64, an image beyond 4 GiB, a name over 65535 UTF-8 bytes, a report JSON cannot carry.
     """
     where = "DNNConfig.to_dram_image"
-    n_layers = len(layers)
     meta = _encode_meta(limits_name, report, where)
-    time_addr = HEADER_SIZE
-    pos = time_addr + time_area_size(n_layers)
-    first_layer = pos
-    names = []
-    blocks = []
-    for layer in layers:
-        name = layer.name.encode("utf-8")
-        _encode_check(f"{layer.name}: name length (UTF-8 bytes)", len(name), 0, 2**16 - 1, where)
-        _encode_check(f"{layer.name}: workers", len(layer.tiles), 1, 2**16 - 2, where)
-        names.append(name)
-        blocks.append(pos)
-        pos += _align(_LAYER.size + _WORKER.size * len(layer.tiles) + len(name))
-    meta_addr = pos
-    pos = _align(meta_addr + len(meta))
-    data_addr = pos
-    w_addrs, b_addrs = [], []
-    for layer in layers:
-        k = layer.weights.shape[0]
-        tiles = []
-        for a, b in layer.tiles:
-            tiles.append(pos)
-            pos = _align(pos + k * (b - a))
-        w_addrs.append(tiles)
-        b_addrs.append(pos)
-        pos = _align(pos + 4 * layer.weights.shape[1])
-    act_addr = pos
-    input_addr = pos
-    pos = _align(pos + layers[0].weights.shape[0])
-    out_addrs = []
-    for layer in layers:
-        out_addrs.append(pos)
-        pos = _align(pos + layer.weights.shape[1])
-    total = _encode_check("image size (bytes)", pos, 0, _U32, where)
-    buf = bytearray(total)
-    ovf = OVERFLOW_CODES.index(overflow)
-    _HEADER.pack_into(
-        buf,
-        0,
-        MAGIC,
-        VERSION,
-        HEADER_SIZE,
-        n_layers,
-        layers[0].weights.shape[0],
-        layers[-1].weights.shape[1],
-        first_layer,
-        time_addr,
-        meta_addr,
-        len(meta),
-        data_addr,
-        act_addr,
-        input_addr,
-        out_addrs[-1],
-        total,
-        _encode_check("input_frac", int(input_frac), *_I32, where),
-        int(acc_bits),
-        ovf,
-        0,
-        0,
-    )
+    at = _layout(layers, len(meta), where)
+    buf = bytearray(at.total)
+    _pack_header(buf, layers, at, len(meta), input_frac, acc_bits, overflow, where)
     for i, layer in enumerate(layers):
-        k, n = (int(s) for s in layer.weights.shape)
-        fr = [_encode_check(f"{layer.name}.{f}", int(getattr(layer, f)), *_I32, where) for f in _FRACS]
-        bounds = [_encode_check(f"{layer.name}.{f}", int(getattr(layer, f)), *_I64, where) for f in _BOUNDS]
-        size = _align(_LAYER.size + _WORKER.size * len(layer.tiles) + len(names[i]))
-        _LAYER.pack_into(
-            buf,
-            blocks[i],
-            blocks[i + 1] if i + 1 < n_layers else 0,
-            OP_FC,
-            FLAG_RELU if layer.relu else 0,
-            int(layer.shift),
-            k,
-            n,
-            len(layer.tiles),
-            i,
-            w_addrs[i][0],
-            b_addrs[i],
-            out_addrs[i - 1] if i else input_addr,
-            out_addrs[i],
-            *fr,
-            len(names[i]),
-            0,
-            *bounds,
-            size,
-            0,
-        )
-        off = blocks[i] + _LAYER.size
-        w = np.asarray(layer.weights)
-        for j, (a, b) in enumerate(layer.tiles):
-            _WORKER.pack_into(buf, off, j + 1, 0, int(a), int(b), w_addrs[i][j])
-            off += _WORKER.size
-            tile = w[:, a:b].astype("<i1").tobytes()
-            buf[w_addrs[i][j] : w_addrs[i][j] + len(tile)] = tile
-        buf[off : off + len(names[i])] = names[i]
-        bias = np.asarray(layer.bias).astype("<i4").tobytes()
-        buf[b_addrs[i] : b_addrs[i] + len(bias)] = bias
-    buf[meta_addr : meta_addr + len(meta)] = meta
+        _pack_layer(buf, i, layer, at, where)
+    buf[at.meta : at.meta + len(meta)] = meta
     struct.pack_into("<I", buf, _CRC_OFFSET, image_crc(buf))
     return bytes(buf)
 
@@ -437,15 +502,13 @@ def _encode_meta(limits_name: str, report: dict[str, Any], where: str) -> bytes:
     return text.encode("utf-8")
 
 
-def parse_image(data: Any) -> ParsedImage:
-    """Check an image and decode it: header, CRC, regions, then the layer chain from ``first_layer``.
+def _global_fields(data: bytes) -> tuple:
+    """The 20 fields of the global configuration (``_HEADER``), checked: magic, version, sizes, reserved
+    bytes, the regions in order and aligned, the CRC, ``acc_bits`` and the overflow code.
 
     Raises:
-        ConfigError: wrong type, truncated or extended data, wrong magic or version, a CRC mismatch, a
-            pointer outside its region or unaligned, a cycle or wrong length of the chain, a field out of
-            range; the message names the field and its byte offset.
+        ConfigError: the first field that is wrong, with its offset.
     """
-    data = _as_bytes(data, "DNNConfig.from_dram_image")
     if len(data) < HEADER_SIZE:
         raise _err("global configuration", 0, f"{len(data)} bytes", f">= {HEADER_SIZE} bytes", "pass the whole image")
     h = _HEADER.unpack_from(data, 0)
@@ -481,7 +544,19 @@ def parse_image(data: Any) -> ParsedImage:
         raise _err("acc_bits", 64, acc_bits, "8..62", "rebuild the image")
     if ovf >= len(OVERFLOW_CODES):
         raise _err("overflow", 65, ovf, "0 (error) or 1 (wrap)", "rebuild the image")
-    limits_name, report = _decode_meta(data[meta_addr : meta_addr + meta_len], meta_addr)
+    return h
+
+
+def _layer_chain(
+    data: bytes, first: int, n_layers: int, input_addr: int, k_in: int, regions: tuple[int, int, int, int, int]
+) -> list[ImageLayer]:
+    """Follow the layer blocks from ``first``: each visited once, indexed in order, reading the previous
+    layer's output buffer (the input buffer for the first) and size; exactly ``n_layers`` of them.
+
+    Raises:
+        ConfigError: a cycle, too many or too few blocks, or a block out of place (field and offset).
+    """
+    t_end, meta_addr = regions[0], regions[1]
     layers: list[ImageLayer] = []
     seen: set[int] = set()
     off = first
@@ -494,7 +569,7 @@ def parse_image(data: Any) -> ParsedImage:
             raise _err(field, field_off, off, f"0 after {n_layers} layers (layer count)", "rebuild the image")
         seen.add(off)
         _region(field, field_off, off, _LAYER.size, t_end, meta_addr)
-        blk = read_layer_block(data, off, regions=(t_end, meta_addr, data_addr, act_addr, total))
+        blk = read_layer_block(data, off, regions=regions)
         if blk.index != len(layers):
             raise _err("layer index", off + _L_OFF["index"], blk.index, len(layers), "rebuild the image")
         if blk.input_addr != prev_out:
@@ -513,10 +588,31 @@ def parse_image(data: Any) -> ParsedImage:
         off = blk.next
     if len(layers) != n_layers:
         raise _err("layer count", 12, n_layers, f"{len(layers)} (blocks in the chain)", "rebuild the image")
-    if n_out != prev_n:
-        raise _err("output size", 20, n_out, prev_n, "rebuild the image")
-    if output_addr != prev_out:
-        raise _err("output buffer", 52, output_addr, f"{prev_out} (the last layer's output)", "rebuild the image")
+    return layers
+
+
+def parse_image(data: Any) -> ParsedImage:
+    """Check an image and decode it: header, CRC, regions, then the layer chain from ``first_layer``.
+
+    Raises:
+        ConfigError: wrong type, truncated or extended data, wrong magic or version, a CRC mismatch, a
+            pointer outside its region or unaligned, a cycle or wrong length of the chain, a field out of
+            range; the message names the field and its byte offset.
+    """
+    data = _as_bytes(data, "DNNConfig.from_dram_image")
+    h = _global_fields(data)
+    (_, _, _, n_layers, k_in, n_out, first, time_addr, meta_addr, meta_len) = h[:10]
+    (data_addr, act_addr, input_addr, output_addr, total, input_frac, acc_bits, ovf, _, _) = h[10:]
+    t_end = time_addr + time_area_size(n_layers)
+    limits_name, report = _decode_meta(data[meta_addr : meta_addr + meta_len], meta_addr)
+    layers = _layer_chain(data, first, n_layers, input_addr, k_in, (t_end, meta_addr, data_addr, act_addr, total))
+    last = layers[-1]
+    if n_out != last.n:
+        raise _err("output size", 20, n_out, last.n, "rebuild the image")
+    if output_addr != last.output_addr:
+        raise _err(
+            "output buffer", 52, output_addr, f"{last.output_addr} (the last layer's output)", "rebuild the image"
+        )
     _region("input buffer", 48, input_addr, k_in, act_addr, total)
     return ParsedImage(
         int(input_frac),
