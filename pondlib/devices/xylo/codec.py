@@ -185,6 +185,134 @@ def _words(value: Any, n_words: int) -> tuple[np.ndarray | None, str]:
     return arr.astype(np.int64), ""
 
 
+#: What a decoding error asks the user to do.
+_DECODE_FIX = "write the configuration again (XyloBoard.apply_config)"
+
+
+def _decode_error(problems: list[str]) -> ConfigError:
+    """The :class:`ConfigError` of :func:`decode_config` listing ``problems``."""
+    return ConfigError(problems=problems, where="decode_config", fix=_DECODE_FIX)
+
+
+def _reg_reader(reg: np.ndarray) -> Any:
+    """``get_reg(name) -> int``: the ``REG`` field ``name`` of the register words ``reg``."""
+
+    def get_reg(name: str) -> int:
+        f = _F[("REG", name)]
+        return int(_get(reg[f.word], f))
+
+    return get_reg
+
+
+def _decode_variant(image: Any) -> tuple[Any, XyloLimits]:
+    """The register reader and the variant of an image: a mapping whose ``REG`` holds the magic word and a
+    known variant code (the first problem found is raised: nothing else can be read without them)."""
+    if not isinstance(image, Mapping):
+        raise _decode_error(
+            [f"image: got {type(image).__name__} (not a mapping), expected {{memory name: 32-bit words}}"]
+        )
+    reg, why = _words(image.get("REG"), _REG_WORDS)
+    if reg is None:
+        raise _decode_error([f"REG: got {why}, expected {_REG_WORDS} words of global registers"])
+    get_reg = _reg_reader(reg)
+    magic, code = get_reg("magic"), get_reg("variant")
+    if magic != _MAGIC:
+        what = " (a blank memory image: no configuration was written)" if not reg.any() else ""
+        raise _decode_error([f"REG[0]: got 0x{int(reg[0]):08X}, expected magic 0x{_MAGIC:06X} in bits [31:8]{what}"])
+    names = {v: k for k, v in VARIANT_CODES.items()}
+    if code not in names:
+        raise _decode_error([f"REG[0] variant: got {code}, expected one of {sorted(names)}"])
+    return get_reg, get_limits(next(k for k, v in LIMITS.items() if v.name == names[code]))
+
+
+def _decode_memories(image: Mapping[str, Any], lim: XyloLimits) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Every memory of the variant's map as int64 words, and the problems: unknown memories, missing or
+    mis-sized ones."""
+    problems: list[str] = []
+    words: dict[str, np.ndarray] = {}
+    regions = memory_map(lim)
+    unknown = sorted(str(k) for k in image if k not in {r.name for r in regions})
+    if unknown:
+        problems.append(
+            f"image: got unknown memories {unknown}, expected only {[r.name for r in regions]} ({lim.name})"
+        )
+    for r in regions:
+        arr, why = _words(image.get(r.name), r.words)
+        if arr is None:
+            problems.append(f"{r.name}: got {why}, expected ({r.words},) 32-bit words ({lim.name})")
+        else:
+            words[r.name] = arr
+    return words, problems
+
+
+def _decode_sizes(get_reg: Any, lim: XyloLimits) -> tuple[tuple[int, int, int, int], float, list[str]]:
+    """``(n_in, n_out, n_hid, k)`` and ``dt`` (s) from the registers, and the problems: a size outside
+    ``1..limit``, or a step timer ``dt_div`` other than ``round(dt * CORE_CLOCK_HZ)``."""
+    problems: list[str] = []
+    n_in, n_out, n_hid = get_reg("n_input"), get_reg("n_output"), get_reg("n_hidden")
+    k = 2 if get_reg("syn2_enable") else 1
+    for name, v, hi in (
+        ("n_input", n_in, lim.n_input),
+        ("n_output", n_out, lim.n_output),
+        ("n_hidden", n_hid, lim.n_hidden),
+        ("synapses (syn2_enable)", k, lim.n_synapses),
+    ):
+        if not 1 <= v <= hi:
+            problems.append(f"REG {name}: got {v}, expected 1..{hi} ({lim.name})")
+    dt = float(np.array([get_reg("dt_lo"), get_reg("dt_hi")], dtype="<u4").view("<f8")[0])
+    ticks = dt * CORE_CLOCK_HZ if math.isfinite(dt) else math.inf
+    if not math.isfinite(ticks) or round(ticks) != get_reg("dt_div"):
+        problems.append(
+            f"REG dt_div: got {get_reg('dt_div')} cycles, expected round(dt * {CORE_CLOCK_HZ}) "
+            f"for dt = {dt!r} s (the step timer disagrees with dt)"
+        )
+    return (n_in, n_out, n_hid, k), dt, problems
+
+
+def _decode_recurrent(rwt: np.ndarray, lim: XyloLimits, n_hid: int, k: int) -> tuple[np.ndarray | None, list[str]]:
+    """``weights_rec`` ``(n_hid, n_hid, k)`` from the fan-out lists (``max_fanout_rec`` slots per hidden
+    neuron; valid entries name a target and a synapse), or None and the problems: an entry pointing
+    outside the network, or two entries for one (pre, post, synapse)."""
+    F = lim.max_fanout_rec
+    ent = rwt.reshape(lim.n_hidden, F)[:n_hid]
+    pre, slot = np.nonzero(_get(ent, _F[("RWT", "valid")]))
+    used = ent[pre, slot]
+    post, syn = _get(used, _F[("RWT", "target")]), _get(used, _F[("RWT", "syn")])
+    outside = (post >= n_hid) | (syn >= k)
+    if outside.any():
+        e = int(np.argmax(outside))
+        return None, [
+            f"RWT[{int(pre[e]) * F + int(slot[e])}]: got target {int(post[e])} synapse "
+            f"{int(syn[e])}, expected a hidden id < {n_hid} and a synapse < {k} "
+            f"({int(outside.sum())} entr(y/ies) affected)"
+        ]
+    flat = (pre * n_hid + post) * k + syn
+    if np.unique(flat).size != flat.size:
+        return None, [
+            "RWT: got duplicate fan-out entries for one (pre, post, synapse), expected at most one entry each"
+        ]
+    w_rec = np.zeros((n_hid, n_hid, k), dtype=np.int64)
+    w_rec[pre, post, syn] = _get(used, _F[("RWT", "weight")])
+    return w_rec, []
+
+
+def _decode_neurons(words: Mapping[str, np.ndarray], n_hid: int, n_out: int) -> dict[str, np.ndarray]:
+    """The per-neuron fields of the configuration: hidden ones (``NPAR``, ``NCFG``: first ``n_hid``
+    words; ``aliases`` -1 where no alias is valid) and output ones (``OPAR``, ``OCFG``: first ``n_out``)."""
+
+    def field_of(name: str, memories: tuple[str, str], n: int) -> np.ndarray:
+        f = next(f for f in WORD_LAYOUT if f.name == name and f.memory in memories)
+        return _get(words[f.memory][:n], f)
+
+    hidden = ("dash_mem", "dash_syn", "dash_syn_2", "threshold", "bias")
+    output = ("dash_mem_out", "dash_syn_out", "threshold_out", "bias_out")
+    fields = {name: field_of(name, ("NPAR", "NCFG"), n_hid) for name in hidden}
+    fields.update({name: field_of(name, ("OPAR", "OCFG"), n_out) for name in output})
+    valid = field_of("alias_valid", ("NPAR", "NCFG"), n_hid)
+    fields["aliases"] = np.where(valid == 1, field_of("alias_target", ("NPAR", "NCFG"), n_hid), -1)
+    return fields
+
+
 def decode_config(image: Mapping[str, np.ndarray]) -> XyloConfig:
     """The configuration held by a memory image (the inverse of :func:`encode_config`).
 
@@ -204,122 +332,22 @@ def decode_config(image: Mapping[str, np.ndarray]) -> XyloConfig:
         REG[0]: got 0x00000000, expected magic 0x58594C in bits [31:8]
         (a blank memory image: no configuration was written)
     """
-    fix = "write the configuration again (XyloBoard.apply_config)"
-    if not isinstance(image, Mapping):
-        raise ConfigError(
-            problems=[f"image: got {type(image).__name__} (not a mapping), expected {{memory name: 32-bit words}}"],
-            where="decode_config",
-            fix=fix,
-        )
-    reg, why = _words(image.get("REG"), _REG_WORDS)
-    if reg is None:
-        raise ConfigError(
-            problems=[f"REG: got {why}, expected {_REG_WORDS} words of global registers"],
-            where="decode_config",
-            fix=fix,
-        )
-
-    def get_reg(name: str) -> int:
-        f = _F[("REG", name)]
-        return int(_get(reg[f.word], f))
-
-    magic, code = get_reg("magic"), get_reg("variant")
-    if magic != _MAGIC:
-        what = " (a blank memory image: no configuration was written)" if not reg.any() else ""
-        raise ConfigError(
-            problems=[f"REG[0]: got 0x{int(reg[0]):08X}, expected magic 0x{_MAGIC:06X} in bits [31:8]{what}"],
-            where="decode_config",
-            fix=fix,
-        )
-    names = {v: k for k, v in VARIANT_CODES.items()}
-    if code not in names:
-        raise ConfigError(
-            problems=[f"REG[0] variant: got {code}, expected one of {sorted(names)}"], where="decode_config", fix=fix
-        )
-    lim = get_limits(next(k for k, v in LIMITS.items() if v.name == names[code]))
-    problems: list[str] = []
-    words: dict[str, np.ndarray] = {}
-    regions = memory_map(lim)
-    unknown = sorted(str(k) for k in image if k not in {r.name for r in regions})
-    if unknown:
-        problems.append(
-            f"image: got unknown memories {unknown}, expected only {[r.name for r in regions]} ({lim.name})"
-        )
-    for r in regions:
-        arr, why = _words(image.get(r.name), r.words)
-        if arr is None:
-            problems.append(f"{r.name}: got {why}, expected ({r.words},) 32-bit words ({lim.name})")
-        else:
-            words[r.name] = arr
-    C, N, O, K, F = lim.n_input, lim.n_hidden, lim.n_output, lim.n_synapses, lim.max_fanout_rec
-    n_in, n_out, n_hid = get_reg("n_input"), get_reg("n_output"), get_reg("n_hidden")
-    k = 2 if get_reg("syn2_enable") else 1
-    for name, v, hi in (
-        ("n_input", n_in, C),
-        ("n_output", n_out, O),
-        ("n_hidden", n_hid, N),
-        ("synapses (syn2_enable)", k, K),
-    ):
-        if not 1 <= v <= hi:
-            problems.append(f"REG {name}: got {v}, expected 1..{hi} ({lim.name})")
-    dt = float(np.array([get_reg("dt_lo"), get_reg("dt_hi")], dtype="<u4").view("<f8")[0])
-    ticks = dt * CORE_CLOCK_HZ if math.isfinite(dt) else math.inf
-    if not math.isfinite(ticks) or round(ticks) != get_reg("dt_div"):
-        problems.append(
-            f"REG dt_div: got {get_reg('dt_div')} cycles, expected round(dt * {CORE_CLOCK_HZ}) "
-            f"for dt = {dt!r} s (the step timer disagrees with dt)"
-        )
-    if problems:
-        raise ConfigError(problems=problems, where="decode_config", fix=fix)
-
+    get_reg, lim = _decode_variant(image)
+    words, problems = _decode_memories(image, lim)
+    (n_in, n_out, n_hid, k), dt, size_problems = _decode_sizes(get_reg, lim)
+    if problems + size_problems:
+        raise _decode_error(problems + size_problems)
+    C, N, O, K = lim.n_input, lim.n_hidden, lim.n_output, lim.n_synapses
     w_in = _unpack_bytes("IWT", words["IWT"], C * N * K).reshape(C, N, K)[:n_in, :n_hid, :k]
     w_out = _unpack_bytes("OWT", words["OWT"], N * O).reshape(N, O)[:n_hid, :n_out]
-    ent = words["RWT"].reshape(N, F)[:n_hid]
-    pre, _slot = np.nonzero(_get(ent, _F[("RWT", "valid")]))
-    used = ent[pre, _slot]
-    post, syn = _get(used, _F[("RWT", "target")]), _get(used, _F[("RWT", "syn")])
-    outside = (post >= n_hid) | (syn >= k)
-    if outside.any():
-        e = int(np.argmax(outside))
-        problems.append(
-            f"RWT[{int(pre[e]) * F + int(_slot[e])}]: got target {int(post[e])} synapse "
-            f"{int(syn[e])}, expected a hidden id < {n_hid} and a synapse < {k} "
-            f"({int(outside.sum())} entr(y/ies) affected)"
-        )
-    else:
-        flat = (pre * n_hid + post) * k + syn
-        if np.unique(flat).size != flat.size:
-            problems.append(
-                "RWT: got duplicate fan-out entries for one (pre, post, synapse), expected at most one entry each"
-            )
+    w_rec, problems = _decode_recurrent(words["RWT"], lim, n_hid, k)
     if problems:
-        raise ConfigError(problems=problems, where="decode_config", fix=fix)
-    w_rec = np.zeros((n_hid, n_hid, k), dtype=np.int64)
-    w_rec[pre, post, syn] = _get(used, _F[("RWT", "weight")])
-
-    def hid(name: str) -> np.ndarray:
-        f = next(f for f in WORD_LAYOUT if f.name == name and f.memory in ("NPAR", "NCFG"))
-        return _get(words[f.memory][:n_hid], f)
-
-    def out(name: str) -> np.ndarray:
-        f = next(f for f in WORD_LAYOUT if f.name == name and f.memory in ("OPAR", "OCFG"))
-        return _get(words[f.memory][:n_out], f)
-
-    aliases = np.where(hid("alias_valid") == 1, hid("alias_target"), -1)
+        raise _decode_error(problems)
     config = XyloConfig(
         weights_in=w_in,
         weights_rec=w_rec,
         weights_out=w_out,
-        dash_mem=hid("dash_mem"),
-        dash_syn=hid("dash_syn"),
-        dash_syn_2=hid("dash_syn_2"),
-        dash_mem_out=out("dash_mem_out"),
-        dash_syn_out=out("dash_syn_out"),
-        threshold=hid("threshold"),
-        bias=hid("bias"),
-        threshold_out=out("threshold_out"),
-        bias_out=out("bias_out"),
-        aliases=aliases,
+        **_decode_neurons(words, n_hid, n_out),
         weight_shift_in=get_reg("weight_shift_in"),
         weight_shift_rec=get_reg("weight_shift_rec"),
         weight_shift_out=get_reg("weight_shift_out"),
@@ -329,5 +357,5 @@ def decode_config(image: Mapping[str, np.ndarray]) -> XyloConfig:
     )
     problems = validate_config(config, lim)
     if problems:
-        raise ConfigError(problems=problems, where="decode_config", fix=fix)
+        raise _decode_error(problems)
     return config

@@ -109,6 +109,133 @@ def _stats_unchecked(f: np.ndarray, c: np.ndarray, spikes: bool) -> dict[str, fl
     return out
 
 
+def _check_arguments(
+    float_record: Any, chip_record: Any, layer_map: Any, delays: Any, scales: Any
+) -> int | Mapping[str, int] | None:
+    """The argument types of :func:`compare_records` (mappings; ``delays`` None, a mapping or a whole
+    number >= 0; each layer map entry a (role, ids) pair); returns ``delays`` (an int when one)."""
+    where = "compare_records"
+    for what, value in (("float_record", float_record), ("chip_record", chip_record), ("layer_map", layer_map)):
+        if not isinstance(value, Mapping):
+            raise PondError(
+                what, value=type(value).__name__, limit="a mapping", where=where, fix=f"pass {what} as a dict"
+            )
+    if scales is not None and not isinstance(scales, Mapping):
+        raise PondError(
+            "scales",
+            value=type(scales).__name__,
+            limit="a mapping or None",
+            where=where,
+            fix="pass qspec.quantization.scales",
+        )
+    if delays is not None and not isinstance(delays, Mapping):
+        delays = check_int(delays, "delays", lo=0, where=where, fix="pass a whole number of steps >= 0")
+    for name, entry in layer_map.items():
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+            raise PondError(
+                "layer map entry",
+                value=type(entry).__name__,
+                limit="(role, neuron ids)",
+                where=f"layer_map[{name!r}]",
+                fix="use layer_map_from_spec(spec)",
+            )
+    return delays
+
+
+def _layer_delay(name: str, role: str, delays: int | Mapping[str, int] | None, hidden_order: list[str]) -> int:
+    """Steps the chip lags layer ``name``: its position among the hidden layers (the number of hidden
+    layers for the output layer) when ``delays`` is None, else ``delays[name]`` (default 0) or ``delays``."""
+    if delays is None:
+        return len(hidden_order) if role == "output" else hidden_order.index(name)
+    if isinstance(delays, Mapping):
+        return check_int(
+            delays.get(name, 0), f"delays[{name!r}]", lo=0, where="compare_records", fix="pass whole numbers >= 0"
+        )
+    return delays
+
+
+def _layer_scale(role: str, ids: np.ndarray, scales: Mapping[str, Any] | None) -> float | np.ndarray:
+    """The scale of a layer's float states: 1.0 without ``scales``; else ``scales[role]`` (> 0), a float,
+    or per chip neuron ``(N,)`` taken at the layer's neuron ``ids``."""
+    where = "compare_records"
+    if scales is None:
+        return 1.0
+    if role not in scales:
+        raise PondError(
+            f"scales[{role!r}]", value="missing", limit="a scale", where=where, fix="pass qspec.quantization.scales"
+        )
+    s = as_float_array(scales[role], f"scales[{role!r}]", where=where, allow_empty=False)
+    if np.any(s <= 0):
+        raise PondError(
+            f"scales[{role!r}]", value="a scale <= 0", limit="> 0", where=where, fix="pass qspec.quantization.scales"
+        )
+    if not s.ndim:
+        return float(s)
+    if s.ndim != 1 or int(ids.max()) >= s.shape[0]:
+        raise PondError(
+            f"scales[{role!r}] shape",
+            value=s.shape,
+            limit=f"() or (N,) with N > {int(ids.max())}",
+            where=where,
+            fix="pass qspec.quantization.scales",
+        )
+    return s[ids]
+
+
+def _pairs(name: str, qty: str, ckey: Any, float_record: Mapping[str, Any], chip: Mapping[str, Any]) -> list[tuple]:
+    """(float key, label, float array, chip key) for quantity ``qty`` of layer ``name`` where both records
+    hold it; ``isyn`` per synapse (labels ``isyn``, ``isyn2``: ``float[..., syn]`` vs ``Isyn`` / ``Isyn2``)."""
+    fkey = f"{name}/{qty}"
+    if fkey not in float_record:
+        return []
+    farr = as_float_array(float_record[fkey], f"float_record[{fkey!r}]", where="compare_records", allow_empty=True)
+    if qty != "isyn":
+        return [(fkey, qty, farr, ckey)] if ckey in chip else []
+    return [
+        (fkey, ("isyn", "isyn2")[syn], farr[..., syn], ck)
+        for syn, ck in enumerate(ckey)
+        if farr.ndim >= 3 and syn < farr.shape[-1] and ck in chip
+    ]
+
+
+def _aligned(
+    name: str, fkey: str, fa: np.ndarray, chip_full: Any, ck: str, ids: np.ndarray, d: int, s: float | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(float[..., :T - d, :] * s, chip[..., d:, ids])``: the float record scaled to chip units (``s``
+    1.0 for spikes) and the chip record ``d`` steps later, checked to have equal shapes (.., T, N)."""
+    where = "compare_records"
+    full = as_array(chip_full, f"chip_record[{ck!r}]", where=where, allow_empty=True)
+    if full.ndim < 2 or int(ids.max()) >= full.shape[-1]:
+        raise PondError(
+            f"chip_record[{ck!r}] shape",
+            value=full.shape,
+            limit=f"(.., T, N) with N > {int(ids.max())} (the layer's largest neuron id)",
+            where=where,
+            fix="pass the record of the simulator configured from the same specification",
+        )
+    ca = full[..., ids]
+    T = fa.shape[-2] if fa.ndim >= 2 else -1
+    if not 0 <= d < T or ca.shape != fa.shape:
+        raise PondError(
+            "record lengths",
+            value=f"{name}: float shape {fa.shape}, chip shape {ca.shape}, delay {d}",
+            limit="equal shapes (.., T, N) and 0 <= delay < T",
+            where=where,
+            fix="record both models on the same input",
+        )
+    with np.errstate(over="ignore"):
+        fa = fa[..., : T - d, :] * s
+    if not np.all(np.isfinite(fa)):
+        raise PondError(
+            f"float_record[{fkey!r}] times the scale",
+            value="values beyond float range",
+            limit="finite values",
+            where=where,
+            fix="check the float record and the scales",
+        )
+    return fa, ca[..., d:, :]
+
+
 def compare_records(
     float_record: Mapping[str, Any],
     chip_record: Mapping[str, Any],
@@ -138,34 +265,10 @@ def compare_records(
     Raises:
         PondError: an unknown role, a missing record key, or a delay not shorter than the record.
     """
-    where = "compare_records"
-    for what, value in (("float_record", float_record), ("chip_record", chip_record), ("layer_map", layer_map)):
-        if not isinstance(value, Mapping):
-            raise PondError(
-                what, value=type(value).__name__, limit="a mapping", where=where, fix=f"pass {what} as a dict"
-            )
-    if scales is not None and not isinstance(scales, Mapping):
-        raise PondError(
-            "scales",
-            value=type(scales).__name__,
-            limit="a mapping or None",
-            where=where,
-            fix="pass qspec.quantization.scales",
-        )
-    if delays is not None and not isinstance(delays, Mapping):
-        delays = check_int(delays, "delays", lo=0, where=where, fix="pass a whole number of steps >= 0")
+    delays = _check_arguments(float_record, chip_record, layer_map, delays, scales)
     chip = dict(chip_record)
     if chip_output is not None:
         chip["Spikes_out"] = chip_output
-    for name, entry in layer_map.items():
-        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
-            raise PondError(
-                "layer map entry",
-                value=type(entry).__name__,
-                limit="(role, neuron ids)",
-                where=f"layer_map[{name!r}]",
-                fix="use layer_map_from_spec(spec)",
-            )
     hidden_order = [name for name, (role, _) in layer_map.items() if role == "hidden"]
     result: dict[str, LayerComparison] = {}
     for name, (role, ids) in layer_map.items():
@@ -178,96 +281,19 @@ def compare_records(
                 fix="map each layer to 'hidden' or 'output'",
             )
         ids = as_int_array(ids, "neuron ids", lo=0, ndim=1, where=f"layer_map[{name!r}]")
-        if delays is None:
-            d = len(hidden_order) if role == "output" else hidden_order.index(name)
-        elif isinstance(delays, Mapping):
-            d = check_int(delays.get(name, 0), f"delays[{name!r}]", lo=0, where=where, fix="pass whole numbers >= 0")
-        else:
-            d = delays
-        if scales is None:
-            s = 1.0
-        else:
-            if role not in scales:
-                raise PondError(
-                    f"scales[{role!r}]",
-                    value="missing",
-                    limit="a scale",
-                    where=where,
-                    fix="pass qspec.quantization.scales",
-                )
-            s = as_float_array(scales[role], f"scales[{role!r}]", where=where, allow_empty=False)
-            if np.any(s <= 0):
-                raise PondError(
-                    f"scales[{role!r}]",
-                    value="a scale <= 0",
-                    limit="> 0",
-                    where=where,
-                    fix="pass qspec.quantization.scales",
-                )
-            if s.ndim:
-                if s.ndim != 1 or int(ids.max()) >= s.shape[0]:
-                    raise PondError(
-                        f"scales[{role!r}] shape",
-                        value=s.shape,
-                        limit=f"() or (N,) with N > {int(ids.max())}",
-                        where=where,
-                        fix="pass qspec.quantization.scales",
-                    )
-                s = s[ids]
-            else:
-                s = float(s)
+        d = _layer_delay(name, role, delays, hidden_order)
+        s = _layer_scale(role, ids, scales)
         fl, ch, st = {}, {}, {}
         for qty, ckey in _CHIP_KEYS[role].items():
-            fkey = f"{name}/{qty}"
-            if fkey not in float_record:
-                continue
-            farr = as_float_array(float_record[fkey], f"float_record[{fkey!r}]", where=where, allow_empty=True)
-            pairs = []
-            if qty == "isyn":
-                for syn, ck in enumerate(ckey):
-                    if farr.ndim >= 3 and syn < farr.shape[-1] and ck in chip:
-                        pairs.append((("isyn", "isyn2")[syn], farr[..., syn], ck))
-            elif ckey in chip:
-                pairs.append((qty, farr, ckey))
-            for label, fa, ck in pairs:
-                full = as_array(chip[ck], f"chip_record[{ck!r}]", where=where, allow_empty=True)
-                if full.ndim < 2 or int(ids.max()) >= full.shape[-1]:
-                    raise PondError(
-                        f"chip_record[{ck!r}] shape",
-                        value=full.shape,
-                        limit=f"(.., T, N) with N > {int(ids.max())} (the layer's largest neuron id)",
-                        where=where,
-                        fix="pass the record of the simulator configured from the same specification",
-                    )
-                ca = full[..., ids]
-                T = fa.shape[-2] if fa.ndim >= 2 else -1
-                if not 0 <= d < T or ca.shape != fa.shape:
-                    raise PondError(
-                        "record lengths",
-                        value=f"{name}: float shape {fa.shape}, chip shape {ca.shape}, delay {d}",
-                        limit="equal shapes (.., T, N) and 0 <= delay < T",
-                        where=where,
-                        fix="record both models on the same input",
-                    )
-                with np.errstate(over="ignore"):
-                    fa = fa[..., : T - d, :] * (s if qty != "spikes" else 1.0)
-                if not np.all(np.isfinite(fa)):
-                    raise PondError(
-                        f"float_record[{fkey!r}] times the scale",
-                        value="values beyond float range",
-                        limit="finite values",
-                        where=where,
-                        fix="check the float record and the scales",
-                    )
-                ca = ca[..., d:, :]
-                fl[label], ch[label] = fa, ca
-                st[label] = _stats(fa, ca, qty == "spikes")
+            for fkey, label, fa, ck in _pairs(name, qty, ckey, float_record, chip):
+                fl[label], ch[label] = _aligned(name, fkey, fa, chip[ck], ck, ids, d, s if qty != "spikes" else 1.0)
+                st[label] = _stats(fl[label], ch[label], qty == "spikes")
         if not st:
             raise PondError(
                 "nothing to compare",
                 value=name,
                 limit=sorted(float_record)[:6],
-                where=where,
+                where="compare_records",
                 fix="run the float model with record=True and name its layers as in the specification report",
             )
         result[name] = LayerComparison(role, d, fl, ch, st)

@@ -483,6 +483,159 @@ def _check_int_scalar(name: str, v: Any, lo: int, hi: int, problems: list[str]) 
         problems.append(f"{name}: got {int(v)}, expected an integer in {lo}..{hi} (out of range)")
 
 
+@dataclass(frozen=True)
+class _Dims:
+    """The sizes a configuration's arrays imply (None where no array tells): ``N_in`` and ``k`` from
+    ``weights_in`` (``k`` from ``weights_rec`` when ``weights_in`` is not 3-D), ``N_hid`` from
+    ``weights_in`` or ``threshold``, ``N_out`` from ``threshold_out`` or ``weights_out``."""
+
+    n_in: int | None
+    n_hid: int | None
+    n_out: int | None
+    k: int | None
+
+    @staticmethod
+    def of(config: XyloConfig) -> _Dims:
+        """The sizes of ``config``."""
+        win, wrec, wout = config.weights_in, config.weights_rec, config.weights_out
+        n_in = n_hid = n_out = k = None
+        if win.ndim == 3:
+            n_in, n_hid, k = win.shape
+        if config.threshold.ndim == 1 and n_hid is None:
+            n_hid = config.threshold.shape[0]
+        if config.threshold_out.ndim == 1:
+            n_out = config.threshold_out.shape[0]
+        elif wout.ndim == 2:
+            n_out = wout.shape[1]
+        if k is None and wrec.ndim == 3:
+            k = wrec.shape[2]
+        return _Dims(n_in, n_hid, n_out, k)
+
+
+def _shapes(config: XyloConfig, lim: XyloLimits, dims: _Dims) -> list[str]:
+    """Shapes: ``weights_in`` 3-D with k = 1 or 2; every other array of the shape the sizes imply."""
+    problems = []
+    n_hid, n_out, k = dims.n_hid, dims.n_out, dims.k
+    if config.weights_in.ndim != 3:
+        problems.append(f"weights_in: got shape {config.weights_in.shape}, expected (N_in, N_hid, k), 3-D")
+    if k is not None and k not in (1, 2):
+        problems.append(f"weights_in: got k = {k} synapses per neuron, expected 1 or 2")
+    wrec, wout = config.weights_rec, config.weights_out
+    if n_hid is not None and k is not None and wrec.shape != (n_hid, n_hid, k):
+        problems.append(f"weights_rec: got shape {wrec.shape}, expected (N_hid, N_hid, k) = {(n_hid, n_hid, k)}")
+    if n_hid is not None and n_out is not None and wout.shape != (n_hid, n_out):
+        problems.append(f"weights_out: got shape {wout.shape}, expected (N_hid, N_out) = {(n_hid, n_out)}")
+    for name in ("dash_mem", "dash_syn", "dash_syn_2", "threshold", "bias", "aliases"):
+        a = getattr(config, name)
+        if n_hid is not None and a.shape != (n_hid,):
+            problems.append(f"{name}: got shape {a.shape}, expected (N_hid,) = ({n_hid},)")
+    for name in ("dash_mem_out", "dash_syn_out", "threshold_out", "bias_out"):
+        a = getattr(config, name)
+        if n_out is not None and a.shape != (n_out,):
+            problems.append(f"{name}: got shape {a.shape}, expected (N_out,) = ({n_out},)")
+    return problems
+
+
+def _sizes(config: XyloConfig, lim: XyloLimits, dims: _Dims) -> list[str]:
+    """Sizes against the variant: 1 <= N_in, N_hid, N_out <= its limits; k <= its synapses."""
+    problems = []
+    n_in, n_hid, n_out, k = dims.n_in, dims.n_hid, dims.n_out, dims.k
+    if n_in is not None and not 1 <= n_in <= lim.n_input:
+        problems.append(f"weights_in: got N_in = {n_in} input channels, expected 1..{lim.n_input} ({lim.name})")
+    if n_hid is not None and not 1 <= n_hid <= lim.n_hidden:
+        problems.append(f"weights_in: got N_hid = {n_hid} hidden neurons, expected 1..{lim.n_hidden} ({lim.name})")
+    if n_out is not None and not 1 <= n_out <= lim.n_output:
+        problems.append(f"weights_out: got N_out = {n_out} output neurons, expected 1..{lim.n_output} ({lim.name})")
+    if k is not None and k in (1, 2) and k > lim.n_synapses:
+        problems.append(
+            f"weights_in: got k = {k} synapses per hidden neuron, expected at most {lim.n_synapses} ({lim.name})"
+        )
+    return problems
+
+
+def _value_ranges(config: XyloConfig, lim: XyloLimits, dims: _Dims) -> list[str]:
+    """Integer values in the registers' ranges: weights (int8), dashes (0..dash_max), thresholds and
+    biases (int16), weight shifts (0..weight_shift_max)."""
+    problems: list[str] = []
+    w_lo, w_hi = lim.weight_range
+    s_lo, s_hi = lim.state_range
+    for name in ("weights_in", "weights_rec", "weights_out"):
+        _check_int_array(name, getattr(config, name), w_lo, w_hi, problems)
+    for name in ("dash_mem", "dash_syn", "dash_syn_2", "dash_mem_out", "dash_syn_out"):
+        _check_int_array(name, getattr(config, name), 0, lim.dash_max, problems)
+    for name in ("threshold", "bias", "threshold_out", "bias_out"):
+        _check_int_array(name, getattr(config, name), s_lo, s_hi, problems)
+    for name in ("weight_shift_in", "weight_shift_rec", "weight_shift_out"):
+        _check_int_scalar(name, getattr(config, name), 0, lim.weight_shift_max, problems)
+    return problems
+
+
+def _aliases(config: XyloConfig, lim: XyloLimits, dims: _Dims) -> list[str]:
+    """Aliases: -1 or a hidden id strictly above the source (the chip resolves them in id order)."""
+    problems: list[str] = []
+    al = config.aliases
+    if not (al.ndim == 1 and al.size):
+        return problems
+    n = al.shape[0]
+    if al.dtype.kind == "f":
+        _check_int_array("aliases", al, -1, n - 1, problems, allowed="-1 or a higher hidden id")
+        return problems
+    bad = (al != -1) & ((al <= np.arange(n)) | (al >= n))
+    if bad.any():
+        i = int(np.argwhere(bad)[0][0])
+        problems.append(
+            f"aliases[{i}]: got {int(al[i])}, expected -1 or a hidden id in "
+            f"{i + 1}..{n - 1} (alias targets must be higher ids)"
+        )
+    return problems
+
+
+def _fanout(config: XyloConfig, lim: XyloLimits, dims: _Dims) -> list[str]:
+    """Recurrent fan-out: non-zero outgoing recurrent weights per neuron (both synapses, NaN counted)
+    <= max_fanout_rec (the chip stores that many fan-out entries per neuron)."""
+    wrec = config.weights_rec
+    if not (wrec.ndim == 3 and wrec.size):
+        return []
+    fan = np.count_nonzero(np.nan_to_num(wrec, nan=1.0), axis=(1, 2))
+    over = fan > lim.max_fanout_rec
+    if not over.any():
+        return []
+    j = int(np.argwhere(over)[0][0])
+    return [
+        f"weights_rec[{j}]: got a recurrent fan-out of {int(fan[j])} non-zero "
+        f"weights, expected at most {lim.max_fanout_rec} "
+        f"({int(over.sum())} neuron(s) affected)"
+    ]
+
+
+def _ignored_biases(config: XyloConfig, lim: XyloLimits, dims: _Dims) -> list[str]:
+    """Biases are 0 unless ``bias_enable`` (one global enable: the chip would ignore them)."""
+    problems: list[str] = []
+    if config.bias_enable:
+        return problems
+    for name in ("bias", "bias_out"):
+        b = np.nan_to_num(getattr(config, name), nan=1.0)
+        if b.size and np.any(b != 0):
+            i = tuple(np.argwhere(b != 0)[0])
+            problems.append(
+                f"{name}{_idx(i)}: got {_fmtv(getattr(config, name)[i])} with "
+                "bias_enable False, expected 0 (the chip would ignore the bias; "
+                "set bias_enable=True)"
+            )
+    return problems
+
+
+def _dt(config: XyloConfig, lim: XyloLimits, dims: _Dims) -> list[str]:
+    """``dt`` finite and within the variant's range (s)."""
+    if np.isfinite(config.dt) and lim.dt_min <= config.dt <= lim.dt_max:
+        return []
+    return [f"dt: got {config.dt!r} s, expected {lim.dt_min}..{lim.dt_max} s ({lim.name})"]
+
+
+#: The checks of :func:`validate_config`, in reporting order: ``check(config, limits, dims) -> problems``.
+_CONFIG_CHECKS = (_shapes, _sizes, _value_ranges, _aliases, _fanout, _ignored_biases, _dt)
+
+
 def validate_config(config: XyloConfig, limits: XyloLimits | str | None = None) -> list[str]:
     """Every problem of ``config`` against ``limits`` (default: the variant named by ``limits_name``).
 
@@ -523,105 +676,9 @@ def validate_config(config: XyloConfig, limits: XyloLimits | str | None = None) 
             lim = get_limits(None)
     else:
         lim = get_limits(limits)
-
-    w_lo, w_hi = lim.weight_range
-    s_lo, s_hi = lim.state_range
-
-    # -- shapes ---------------------------------------------------------------------------------
-    win, wrec, wout = config.weights_in, config.weights_rec, config.weights_out
-    n_in = n_hid = n_out = k = None
-    if win.ndim != 3:
-        problems.append(f"weights_in: got shape {win.shape}, expected (N_in, N_hid, k), 3-D")
-    else:
-        n_in, n_hid, k = win.shape
-    if config.threshold.ndim == 1 and n_hid is None:
-        n_hid = config.threshold.shape[0]
-    if config.threshold_out.ndim == 1:
-        n_out = config.threshold_out.shape[0]
-    elif wout.ndim == 2:
-        n_out = wout.shape[1]
-    if k is None and wrec.ndim == 3:
-        k = wrec.shape[2]
-    if k is not None and k not in (1, 2):
-        problems.append(f"weights_in: got k = {k} synapses per neuron, expected 1 or 2")
-    if n_hid is not None and k is not None and wrec.shape != (n_hid, n_hid, k):
-        problems.append(f"weights_rec: got shape {wrec.shape}, expected (N_hid, N_hid, k) = {(n_hid, n_hid, k)}")
-    if n_hid is not None and n_out is not None and wout.shape != (n_hid, n_out):
-        problems.append(f"weights_out: got shape {wout.shape}, expected (N_hid, N_out) = {(n_hid, n_out)}")
-    for name in ("dash_mem", "dash_syn", "dash_syn_2", "threshold", "bias", "aliases"):
-        a = getattr(config, name)
-        if n_hid is not None and a.shape != (n_hid,):
-            problems.append(f"{name}: got shape {a.shape}, expected (N_hid,) = ({n_hid},)")
-    for name in ("dash_mem_out", "dash_syn_out", "threshold_out", "bias_out"):
-        a = getattr(config, name)
-        if n_out is not None and a.shape != (n_out,):
-            problems.append(f"{name}: got shape {a.shape}, expected (N_out,) = ({n_out},)")
-
-    # -- sizes against the limits ---------------------------------------------------------------
-    if n_in is not None and not 1 <= n_in <= lim.n_input:
-        problems.append(f"weights_in: got N_in = {n_in} input channels, expected 1..{lim.n_input} ({lim.name})")
-    if n_hid is not None and not 1 <= n_hid <= lim.n_hidden:
-        problems.append(f"weights_in: got N_hid = {n_hid} hidden neurons, expected 1..{lim.n_hidden} ({lim.name})")
-    if n_out is not None and not 1 <= n_out <= lim.n_output:
-        problems.append(f"weights_out: got N_out = {n_out} output neurons, expected 1..{lim.n_output} ({lim.name})")
-    if k is not None and k in (1, 2) and k > lim.n_synapses:
-        problems.append(
-            f"weights_in: got k = {k} synapses per hidden neuron, expected at most {lim.n_synapses} ({lim.name})"
-        )
-
-    # -- value ranges ---------------------------------------------------------------------------
-    for name in ("weights_in", "weights_rec", "weights_out"):
-        _check_int_array(name, getattr(config, name), w_lo, w_hi, problems)
-    for name in ("dash_mem", "dash_syn", "dash_syn_2", "dash_mem_out", "dash_syn_out"):
-        _check_int_array(name, getattr(config, name), 0, lim.dash_max, problems)
-    for name in ("threshold", "bias", "threshold_out", "bias_out"):
-        _check_int_array(name, getattr(config, name), s_lo, s_hi, problems)
-    for name in ("weight_shift_in", "weight_shift_rec", "weight_shift_out"):
-        _check_int_scalar(name, getattr(config, name), 0, lim.weight_shift_max, problems)
-
-    # -- aliases --------------------------------------------------------------------------------
-    al = config.aliases
-    if al.ndim == 1 and al.size:
-        n = al.shape[0]
-        if al.dtype.kind == "f":
-            _check_int_array("aliases", al, -1, n - 1, problems, allowed="-1 or a higher hidden id")
-        else:
-            src = np.arange(n)
-            bad = (al != -1) & ((al <= src) | (al >= n))
-            if bad.any():
-                i = int(np.argwhere(bad)[0][0])
-                problems.append(
-                    f"aliases[{i}]: got {int(al[i])}, expected -1 or a hidden id in "
-                    f"{i + 1}..{n - 1} (alias targets must be higher ids)"
-                )
-
-    # -- recurrent fan-out ----------------------------------------------------------------------
-    if wrec.ndim == 3 and wrec.size:
-        fan = np.count_nonzero(np.nan_to_num(wrec, nan=1.0), axis=(1, 2))
-        over = fan > lim.max_fanout_rec
-        if over.any():
-            j = int(np.argwhere(over)[0][0])
-            problems.append(
-                f"weights_rec[{j}]: got a recurrent fan-out of {int(fan[j])} non-zero "
-                f"weights, expected at most {lim.max_fanout_rec} "
-                f"({int(over.sum())} neuron(s) affected)"
-            )
-
-    # -- biases that the chip would ignore ------------------------------------------------------
-    if not config.bias_enable:
-        for name in ("bias", "bias_out"):
-            b = np.nan_to_num(getattr(config, name), nan=1.0)
-            if b.size and np.any(b != 0):
-                i = tuple(np.argwhere(b != 0)[0])
-                problems.append(
-                    f"{name}{_idx(i)}: got {_fmtv(getattr(config, name)[i])} with "
-                    "bias_enable False, expected 0 (the chip would ignore the bias; "
-                    "set bias_enable=True)"
-                )
-
-    # -- dt -------------------------------------------------------------------------------------
-    if not (np.isfinite(config.dt) and lim.dt_min <= config.dt <= lim.dt_max):
-        problems.append(f"dt: got {config.dt!r} s, expected {lim.dt_min}..{lim.dt_max} s ({lim.name})")
+    dims = _Dims.of(config)
+    for check in _CONFIG_CHECKS:
+        problems += check(config, lim, dims)
     return problems
 
 

@@ -199,6 +199,187 @@ def _add_row(state, idx, w, m, sat):
             state[idx[p]] += m * w[p]
 
 
+@numba.njit(cache=True, inline="always")
+def _active_list(spikes, active):
+    # active[:n] = the neurons with spikes[i] > 0, ascending (the event list of recurrence and
+    # readout); returns n.
+    n_active = 0
+    for i in range(spikes.shape[0]):
+        if spikes[i] > 0:
+            active[n_active] = i
+            n_active += 1
+    return n_active
+
+
+@numba.njit(cache=True, inline="always")
+def _max_abs(state):
+    # max |state| as int64 (0 for an empty state): the start of the saturation bound.
+    big = 0
+    for i in range(state.shape[0]):
+        big = max(big, abs(np.int64(state[i])))
+    return big
+
+
+@numba.njit(cache=True, inline="always")
+def _deliver(xt, proj_in, proj_rec, proj_out, spikes, active, n_active, isyn, isyn_out, big, big_out):
+    # Steps 1-3 of one step: input events xt (channels ascending, counts clipped to 15) into isyn, then
+    # the spikes of step t-1 (active[:n_active], ascending) into isyn (recurrent) and isyn_out
+    # (readout). The partial sums are bounded first (big, big_out: max |isyn|, max |isyn_out|): the
+    # ordered saturating additions run only when a bound exceeds int16. Each projection is its sparse
+    # lists (ptr, idx, w, wmax) of _csr.
+    in_ptr, in_idx, in_w, in_max = proj_in
+    rec_ptr, rec_idx, rec_w, rec_max = proj_rec
+    out_ptr, out_idx, out_w, out_max = proj_out
+    n_in = xt.shape[0]
+    reach = big
+    for c in range(n_in):
+        reach += np.int64(xt[c]) * in_max[c]
+    reach_out = big_out
+    for a in range(n_active):
+        j = active[a]
+        m = np.int64(spikes[j])
+        reach += m * rec_max[j]
+        reach_out += m * out_max[j]
+    sat = reach > _I16_MAX
+    sat_out = reach_out > _I16_MAX
+    for c in range(n_in):
+        n = np.int64(xt[c])
+        if n > 0:
+            lo, hi = in_ptr[c], in_ptr[c + 1]
+            _add_row(isyn, in_idx[lo:hi], in_w[lo:hi], n, sat)
+    for a in range(n_active):
+        j = active[a]
+        m = np.int64(spikes[j])
+        lo, hi = rec_ptr[j], rec_ptr[j + 1]
+        _add_row(isyn, rec_idx[lo:hi], rec_w[lo:hi], m, sat)
+        # The readout is a separate state: interleaving it with the recurrence is harmless.
+        lo, hi = out_ptr[j], out_ptr[j + 1]
+        _add_row(isyn_out, out_idx[lo:hi], out_w[lo:hi], m, sat_out)
+
+
+@numba.njit(cache=True, inline="always")
+def _integrate_hidden(k, dash_mem, dash_syn, thr, bias, vmem, isyn, fire):
+    # Step 4a, every hidden neuron (branch-free: LLVM vectorizes it): decay the synapses, integrate the
+    # membrane (vmem then holds the membrane before spiking), set fire[i] = vmem[i] >= thr[i]. The two
+    # synapses are summed without saturation. Returns max |isyn| after the decay (int32).
+    N = vmem.shape[0]
+    big = np.int32(0)
+    if k == 2:
+        for i in range(N):
+            s0 = isyn[i]
+            s0 = np.int32(s0 - _decay(s0, dash_syn[i]))  # |s - decay(s)| <= |s|: stays in int16
+            s1 = isyn[N + i]
+            s1 = np.int32(s1 - _decay(s1, dash_syn[N + i]))
+            isyn[i] = s0
+            isyn[N + i] = s1
+            big = max(big, max(np.int32(abs(s0)), np.int32(abs(s1))))
+            v = _membrane(vmem[i], dash_mem[i], np.int32(s0 + s1), bias[i])
+            vmem[i] = v
+            fire[i] = v >= thr[i]
+    else:
+        for i in range(N):
+            s0 = isyn[i]
+            s0 = np.int32(s0 - _decay(s0, dash_syn[i]))
+            isyn[i] = s0
+            big = max(big, np.int32(abs(s0)))
+            v = _membrane(vmem[i], dash_mem[i], s0, bias[i])
+            vmem[i] = v
+            fire[i] = v >= thr[i]
+    return big
+
+
+@numba.njit(cache=True, inline="always")
+def _spike_count(v, th, n):
+    # Reset by subtraction of one neuron that reached its threshold: from membrane v, threshold th and
+    # n spikes already received this step (aliases), the closed form of
+    # "while v >= th and n < 31: n += 1; v = wrap16(v - th)"; returns (n, v) as int64.
+    if th > 0:
+        # At most 31 spikes (5-bit counter); one spike in most cases. With a positive threshold
+        # v - th lies in [0, v]: no wrap can occur.
+        c = 1 if v < 2 * th else v // th
+        if c > _MAX_SPIKES_HID - n:
+            c = _MAX_SPIKES_HID - n
+        return n + c, v - c * th
+    # threshold <= 0: the reset adds |threshold| in the 16-bit membrane register, which wraps around
+    # (two's complement, as xylosim/the chip do); the loop stops at the 31-spike cap or once the
+    # wrapped membrane is below threshold.
+    while v >= th and n < _MAX_SPIKES_HID:
+        n += 1
+        v = _wrap16(v - th)
+    return n, v
+
+
+@numba.njit(cache=True, inline="always")
+def _spike_hidden(thr, alias, vmem, spikes, fire, fire_words, active):
+    # Step 4b: spiking, ids ascending, only where a fire flag is set (8 flags per uint64 word; aliases
+    # point to higher ids, so spikes[i] is final when i is reached). Sets spikes (the per-step buffer,
+    # cleared by the caller), resets vmem, lists the spiking neurons in active; returns their count.
+    n_active = 0
+    for wd in range(fire_words.shape[0]):
+        word = fire_words[wd]
+        while word != 0:
+            i = 8 * wd + np.int64(_ctz64(word) >> np.uint64(3))  # little-endian: byte b = bits 8b..
+            word &= word - np.uint64(1)  # flags are 0/1 bytes: drops exactly flag i
+            v = np.int64(vmem[i])
+            th = np.int64(thr[i])
+            n = np.int64(spikes[i])  # alias spikes already received this step
+            if v >= th and n < _MAX_SPIKES_HID:
+                n, v = _spike_count(v, th, n)
+                vmem[i] = v
+            if n > 0:
+                spikes[i] = n
+                active[n_active] = i
+                n_active += 1
+                tgt = alias[i]
+                if tgt >= 0:
+                    # Alias copies share the target's 5-bit spike counter (capped at 31); the
+                    # target must now go through this step too (it lies after i).
+                    spikes[tgt] = min(spikes[tgt] + n, _MAX_SPIKES_HID)
+                    fire[tgt] = 1
+                    if tgt >> 3 == wd:
+                        word |= np.uint64(1) << np.uint64(8 * (tgt & 7))
+    return n_active
+
+
+@numba.njit(cache=True, inline="always")
+def _record_hidden(t, k, vmem, isyn, spikes, r_vmem, r_isyn, r_isyn2, r_spk):
+    # Row t of the hidden records: Vmem, Isyn (synapse 0), Spikes, and Isyn2 when k == 2.
+    N = vmem.shape[0]
+    for i in range(N):
+        r_vmem[t, i] = vmem[i]
+        r_isyn[t, i] = isyn[i]
+        r_spk[t, i] = spikes[i]
+    if k == 2:
+        for i in range(N):
+            r_isyn2[t, i] = isyn[N + i]
+
+
+@numba.njit(cache=True, inline="always")
+def _update_output(
+    t, dash_mem_out, dash_syn_out, thr_out, bias_out, vmem_out, isyn_out, out, record, r_vmem_out, r_isyn_out
+):
+    # Step 5: the output neurons, one synapse, at most one spike per step, no aliases; writes out[t]
+    # (and the records when record). Returns max |isyn_out| after the decay (int64).
+    big_out = 0
+    for o in range(vmem_out.shape[0]):
+        s0 = isyn_out[o]
+        s0 = np.int32(s0 - _decay(s0, dash_syn_out[o]))
+        isyn_out[o] = s0
+        big_out = max(big_out, abs(np.int64(s0)))
+        v = np.int64(_membrane(vmem_out[o], dash_mem_out[o], s0, bias_out[o]))
+        th = np.int64(thr_out[o])
+        if v >= th:
+            out[t, o] = 1  # 1-spike output counter
+            v = _wrap16(v - th)  # 16-bit register: wraps for a negative threshold
+        else:
+            out[t, o] = 0
+        vmem_out[o] = v
+        if record:
+            r_vmem_out[t, o] = v
+            r_isyn_out[t, o] = s0
+    return big_out
+
+
 @numba.njit(cache=True, nogil=True)
 def _run_sample(
     x,
@@ -238,150 +419,34 @@ def _run_sample(
     r_vmem_out,
     r_isyn_out,
 ):
-    """Run one sample for ``x.shape[0]`` steps; state arrays are updated in place."""
-    T = x.shape[0]
-    n_in = x.shape[1]
+    """Run one sample for ``x.shape[0]`` steps (update equations 1-6 of the module docstring, one
+    inlined helper per stage); state arrays are updated in place."""
     N = vmem.shape[0]
-    n_out = vmem_out.shape[0]
     # Neurons that spiked in the previous step (event list for recurrence and readout).
     active = np.empty(N, dtype=np.int32)
+    n_active = _active_list(spikes, active)
     # fire[i] = 1: neuron i must go through the spiking step (it crossed its threshold, or it received
     # alias spikes); read 8 flags at a time as one uint64 word (the tail past N stays 0).
     fire = np.zeros(8 * ((N + 7) // 8), dtype=np.uint8)
     fire_words = fire.view(np.uint64)
-    n_active = 0
-    for i in range(N):
-        if spikes[i] > 0:
-            active[n_active] = i
-            n_active += 1
     # max |isyn| and max |isyn_out| at the start of the step (then kept up to date by the updates).
-    big = 0
-    for i in range(2 * N):
-        big = max(big, abs(np.int64(isyn[i])))
-    big_out = 0
-    for o in range(n_out):
-        big_out = max(big_out, abs(np.int64(isyn_out[o])))
-    for t in range(T):
-        # 1. Input (channels ascending; counts already clipped to 15) and 2. recurrent (from the
-        # spikes of step t-1): bound the partial sums first (see the note above the kernel).
-        reach = big
-        for c in range(n_in):
-            reach += np.int64(x[t, c]) * in_max[c]
-        reach_out = big_out
-        for a in range(n_active):
-            j = active[a]
-            m = np.int64(spikes[j])
-            reach += m * rec_max[j]
-            reach_out += m * out_max[j]
-        sat = reach > _I16_MAX
-        sat_out = reach_out > _I16_MAX
-        for c in range(n_in):
-            n = np.int64(x[t, c])
-            if n > 0:
-                lo, hi = in_ptr[c], in_ptr[c + 1]
-                _add_row(isyn, in_idx[lo:hi], in_w[lo:hi], n, sat)
-        for a in range(n_active):
-            j = active[a]
-            m = np.int64(spikes[j])
-            lo, hi = rec_ptr[j], rec_ptr[j + 1]
-            _add_row(isyn, rec_idx[lo:hi], rec_w[lo:hi], m, sat)
-            # 3. Readout, from the spikes of step t-1 (a separate state: interleaving is harmless).
-            lo, hi = out_ptr[j], out_ptr[j + 1]
-            _add_row(isyn_out, out_idx[lo:hi], out_w[lo:hi], m, sat_out)
+    big = _max_abs(isyn)
+    big_out = _max_abs(isyn_out)
+    proj_in = (in_ptr, in_idx, in_w, in_max)
+    proj_rec = (rec_ptr, rec_idx, rec_w, rec_max)
+    proj_out = (out_ptr, out_idx, out_w, out_max)
+    for t in range(x.shape[0]):
+        _deliver(x[t], proj_in, proj_rec, proj_out, spikes, active, n_active, isyn, isyn_out, big, big_out)
         # The per-step spike buffer starts at zero: clear last step's entries only.
         for a in range(n_active):
             spikes[active[a]] = 0
-        n_active = 0
-        # 4a. Hidden decay and integration, every neuron (branch-free, vectorized). The two synapses
-        # are summed without saturation; vmem holds the membrane before spiking.
-        big = np.int32(0)
-        if k == 2:
-            for i in range(N):
-                s0 = isyn[i]
-                s0 = np.int32(s0 - _decay(s0, dash_syn[i]))  # |s - decay(s)| <= |s|: stays in int16
-                s1 = isyn[N + i]
-                s1 = np.int32(s1 - _decay(s1, dash_syn[N + i]))
-                isyn[i] = s0
-                isyn[N + i] = s1
-                big = max(big, max(np.int32(abs(s0)), np.int32(abs(s1))))
-                v = _membrane(vmem[i], dash_mem[i], np.int32(s0 + s1), bias[i])
-                vmem[i] = v
-                fire[i] = v >= thr[i]
-        else:
-            for i in range(N):
-                s0 = isyn[i]
-                s0 = np.int32(s0 - _decay(s0, dash_syn[i]))
-                isyn[i] = s0
-                big = max(big, np.int32(abs(s0)))
-                v = _membrane(vmem[i], dash_mem[i], s0, bias[i])
-                vmem[i] = v
-                fire[i] = v >= thr[i]
-        # 4b. Spiking, ids ascending, only where a fire flag is set (aliases point to higher ids, so
-        # spikes[i] is final when i is reached).
-        for wd in range(fire_words.shape[0]):
-            word = fire_words[wd]
-            while word != 0:
-                i = 8 * wd + np.int64(_ctz64(word) >> np.uint64(3))  # little-endian: byte b = bits 8b..
-                word &= word - np.uint64(1)  # flags are 0/1 bytes: drops exactly flag i
-                v = np.int64(vmem[i])
-                th = np.int64(thr[i])
-                n = np.int64(spikes[i])  # alias spikes already received this step
-                if v >= th and n < _MAX_SPIKES_HID:
-                    if th > 0:
-                        # Reset by subtraction, at most 31 spikes (5-bit counter): the closed form
-                        # of "while v >= th and n < 31: n += 1; v -= th" (one spike in most cases).
-                        c = 1 if v < 2 * th else v // th
-                        if c > _MAX_SPIKES_HID - n:
-                            c = _MAX_SPIKES_HID - n
-                        n += c
-                        v -= c * th
-                    else:
-                        # threshold <= 0: the reset adds |threshold| in the 16-bit membrane register,
-                        # which wraps around (two's complement, as xylosim/the chip do); the loop
-                        # stops at the 31-spike cap or once the wrapped membrane is below threshold.
-                        # (With a positive threshold v - th lies in [0, v]: no wrap can occur.)
-                        while v >= th and n < _MAX_SPIKES_HID:
-                            n += 1
-                            v = _wrap16(v - th)
-                    vmem[i] = v
-                if n > 0:
-                    spikes[i] = n
-                    active[n_active] = i
-                    n_active += 1
-                    tgt = alias[i]
-                    if tgt >= 0:
-                        # Alias copies share the target's 5-bit spike counter (capped at 31); the
-                        # target must now go through this step too (it lies after i).
-                        spikes[tgt] = min(spikes[tgt] + n, _MAX_SPIKES_HID)
-                        fire[tgt] = 1
-                        if tgt >> 3 == wd:
-                            word |= np.uint64(1) << np.uint64(8 * (tgt & 7))
+        big = _integrate_hidden(k, dash_mem, dash_syn, thr, bias, vmem, isyn, fire)
+        n_active = _spike_hidden(thr, alias, vmem, spikes, fire, fire_words, active)
         if record:
-            for i in range(N):
-                r_vmem[t, i] = vmem[i]
-                r_isyn[t, i] = isyn[i]
-                r_spk[t, i] = spikes[i]
-            if k == 2:
-                for i in range(N):
-                    r_isyn2[t, i] = isyn[N + i]
-        # 5. Output update: one synapse, at most one spike per step, no aliases.
-        big_out = 0
-        for o in range(n_out):
-            s0 = isyn_out[o]
-            s0 = np.int32(s0 - _decay(s0, dash_syn_out[o]))
-            isyn_out[o] = s0
-            big_out = max(big_out, abs(np.int64(s0)))
-            v = np.int64(_membrane(vmem_out[o], dash_mem_out[o], s0, bias_out[o]))
-            th = np.int64(thr_out[o])
-            if v >= th:
-                out[t, o] = 1  # 1-spike output counter
-                v = _wrap16(v - th)  # 16-bit register: wraps for a negative threshold
-            else:
-                out[t, o] = 0
-            vmem_out[o] = v
-            if record:
-                r_vmem_out[t, o] = v
-                r_isyn_out[t, o] = s0
+            _record_hidden(t, k, vmem, isyn, spikes, r_vmem, r_isyn, r_isyn2, r_spk)
+        big_out = _update_output(
+            t, dash_mem_out, dash_syn_out, thr_out, bias_out, vmem_out, isyn_out, out, record, r_vmem_out, r_isyn_out
+        )
 
 
 @numba.njit(cache=True, parallel=True)
