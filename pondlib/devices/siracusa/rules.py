@@ -1,8 +1,8 @@
 r"""Every Siracusa design rule as a function ``rule(context) -> Iterable[Violation]``, and their tables.
 
-Each rule function is marked with :func:`rule`, which records its rule id; the first paragraph of its
-docstring is the rule's prose. The public tables are built from the functions, so table and code
-cannot drift:
+Each rule function is marked with :func:`~pondlib.devices.core.rules.rule`, which records its rule id;
+the first paragraph of its docstring is the rule's prose. The public tables are built from the functions
+(:func:`~pondlib.devices.core.rules.rule_table`), so table and code cannot drift:
 
 * :data:`MAPPER_RULES` (re-exported by :mod:`~pondlib.devices.siracusa.mapper`): the rules the mapper
   checks on the float description (:data:`FLOAT_LAYER_RULES`, :data:`FLOAT_CHAIN_RULES`) and on the
@@ -28,15 +28,14 @@ Example:
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pondlib.devices.core.intmath import int_range
-from pondlib.devices.core.rules import Rule, check_rules
+from pondlib.devices.core.rules import Rule, RuleInfo, check_rules, rule, rule_info, rule_table
 from pondlib.devices.siracusa.layers import Conv2dLayer, GemmLayer, IntLIFLayer, ReLU
 from pondlib.devices.siracusa.limits import SiracusaLimits
 from pondlib.devices.siracusa.specification import (
@@ -48,7 +47,7 @@ from pondlib.devices.siracusa.specification import (
     RequantShift,
 )
 from pondlib.devices.siracusa.tiling import Placement, TilePlan, npu_eligibility
-from pondlib.errors import PondError, Violation
+from pondlib.errors import Violation
 
 if TYPE_CHECKING:  # annotations only: the configuration imports this module
     from pondlib.devices.siracusa.config import LayerRange, SiracusaConfig
@@ -57,7 +56,7 @@ __all__ = [
     "RuleInfo",
     "rule",
     "rule_info",
-    "rules_table",
+    "rule_table",
     "check_layers",
     "FloatLayerCheck",
     "FloatChainCheck",
@@ -78,82 +77,8 @@ __all__ = [
     "RULES",
 ]
 
-F = TypeVar("F", bound=Callable[..., Iterable[Violation]])
 
 _I32_LO, _I32_HI = int_range(32)
-_ATTR = "rule_info"  # where @rule keeps a function's RuleInfo
-
-
-# ------------------------------------------------------------------------------------------------
-# Marking rules and building their tables
-# ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RuleInfo:
-    """What :func:`rule` records on a rule function.
-
-    Attributes:
-        id: the rule id its violations carry.
-        prose: what the rule requires (the first paragraph of the function's docstring, one line).
-        extends: whether it adds checks to a rule id an earlier function introduced.
-    """
-
-    id: str
-    prose: str
-    extends: bool = False
-
-
-def rule(rule_id: str, *, extends: bool = False) -> Callable[[F], F]:
-    """Mark a function as the check of rule ``rule_id``; its docstring's first paragraph is the prose.
-
-    ``extends=True`` marks a further check reported under a rule id that an earlier function of the
-    same table introduced (the table keeps that function's prose; this docstring documents the check).
-
-    Raises:
-        PondError: an empty ``rule_id`` or a function without a docstring.
-    """
-    if not isinstance(rule_id, str) or not rule_id:
-        raise PondError("rule_id", value=repr(rule_id), limit="a non-empty str", where="rule")
-
-    def mark(fn: F) -> F:
-        prose = " ".join(inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0].split())
-        if not prose:
-            raise PondError(
-                f"rule {fn.__name__}", value="no docstring", limit="the rule's prose", where="rule", fix="document it"
-            )
-        setattr(fn, _ATTR, RuleInfo(rule_id, prose, bool(extends)))
-        return fn
-
-    return mark
-
-
-def rule_info(fn: Callable) -> RuleInfo:
-    """The :class:`RuleInfo` of a :func:`rule`-marked function (PondError for an unmarked one)."""
-    info = getattr(fn, _ATTR, None)
-    if not isinstance(info, RuleInfo):
-        raise PondError(
-            f"rule {getattr(fn, '__name__', fn)!r}", value="unmarked", limit="a @rule function", where="rule_info"
-        )
-    return info
-
-
-def rules_table(rules: Sequence[Callable]) -> dict[str, str]:
-    """``{rule id: prose}`` of the :func:`rule`-marked ``rules``, in order of first appearance.
-
-    Raises:
-        PondError: a rule id introduced twice, or extended before it is introduced.
-    """
-    table: dict[str, str] = {}
-    for fn in rules:
-        info = rule_info(fn)
-        if info.extends != (info.id in table):
-            raise PondError(
-                f"rule {fn.__name__}",
-                value=f"{'extends' if info.extends else 'introduces'} {info.id!r}",
-                limit="each rule id introduced once, before the functions extending it",
-                where="rules_table",
-            )
-        table.setdefault(info.id, info.prose)
-    return table
 
 
 def check_layers(rules: Sequence[Rule], contexts: Iterable[Any]) -> list[Violation]:
@@ -362,7 +287,7 @@ def multiplier_underflow(c: QuantizationCheck) -> Iterator[Violation]:
 QUANTIZATION_RULES: tuple[Rule, ...] = (multiplier_underflow,)
 
 #: Rules the mapper checks on the float description (the integer rules are :data:`RULES`).
-MAPPER_RULES: dict[str, str] = rules_table(FLOAT_LAYER_RULES + QUANTIZATION_RULES + FLOAT_CHAIN_RULES)
+MAPPER_RULES: dict[str, str] = rule_table(*FLOAT_LAYER_RULES, *QUANTIZATION_RULES, *FLOAT_CHAIN_RULES)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -784,4 +709,4 @@ LAYER_RULES: tuple[Rule, ...] = (
 DEPLOYMENT_RULES: tuple[Rule, ...] = (gemm_chunk, l1_tile_fit, l2_fit, l3_fit, npu_required)
 
 #: Every rule :func:`~pondlib.devices.siracusa.config.check_constraints` checks: rule id -> what it requires.
-RULES: dict[str, str] = rules_table(CHAIN_RULES + LAYER_RULES + DEPLOYMENT_RULES)
+RULES: dict[str, str] = rule_table(*CHAIN_RULES, *LAYER_RULES, *DEPLOYMENT_RULES)

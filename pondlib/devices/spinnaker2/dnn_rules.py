@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.devices.core.rules import Rule
-from pondlib.devices.spinnaker2.rules import for_each, rule, rule_table
+from pondlib.devices.core.rules import for_each, rule, rule_table
 from pondlib.errors import Violation
 
 __all__ = ["SHIFT_MAX", "LayerPlan", "DNNPlan", "DNN_RULE_FUNCTIONS", "DNN_RULES"]
@@ -158,7 +158,7 @@ def max_workers(layer: LayerPlan) -> Iterator[Violation]:
         )
 
 
-@rule("worker_sram")
+@rule("worker_sram", extends=True)
 def workers_of_unknown_layers(plan: DNNPlan) -> Iterator[Violation]:
     """workers name layers of the MLP"""
     for name in plan.unknown_workers:

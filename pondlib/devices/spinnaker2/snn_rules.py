@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from pondlib.devices.core.rules import Rule
-from pondlib.devices.spinnaker2.rules import for_each, rule, rule_table
+from pondlib.devices.core.rules import for_each, rule, rule_table
 from pondlib.devices.spinnaker2.snn_context import (
     LIF_PARAMETERS,
     SUPPORTED_MODULES,
@@ -112,7 +112,7 @@ def invalid_lif_parameters(pop: Population) -> Iterator[Violation]:
             )
 
 
-@rule("invalid_parameter")
+@rule("invalid_parameter", extends=True)
 def invalid_dt(pop: Population) -> Iterator[Violation]:
     """dt a finite number > 0 (seconds)"""
     m = pop.module
@@ -215,7 +215,7 @@ def linear_bias(layer: WeightLayer) -> Iterator[Violation]:
         )
 
 
-@rule("invalid_parameter")
+@rule("invalid_parameter", extends=True)
 def invalid_weights(layer: WeightLayer) -> Iterator[Violation]:
     """finite real weights"""
     if not layer.structure_ok:
@@ -273,7 +273,7 @@ def delay_range(layer: WeightLayer) -> Iterator[Violation]:
         )
 
 
-@rule("delay_range")
+@rule("delay_range", extends=True)
 def delays_of_unknown_layers(ctx: MappingContext) -> Iterator[Violation]:
     """delays name weight layers of the graph"""
     layers = ctx.topology.layers
@@ -289,7 +289,7 @@ def delays_of_unknown_layers(ctx: MappingContext) -> Iterator[Violation]:
             )
 
 
-@rule("invalid_parameter")
+@rule("invalid_parameter", extends=True)
 def invalid_weight_scales(ctx: MappingContext) -> Iterator[Violation]:
     """fixed weight scales finite and > 0 for known populations"""
     names = [pop.name for pop in ctx.topology.populations]

@@ -17,7 +17,7 @@ whose parameters are unreadable, ``input_to_output`` without a hidden layer (tha
 Example:
     >>> import numpy as np
     >>> from pondlib.graph import LIFNeurons, LinearWeights, GraphHolder, connect_modules
-    >>> from pondlib.devices.core.rules import check_rules
+    >>> from pondlib.devices.core.rules import rule_table, check_rules
     >>> from pondlib.devices.xylo.limits import XYLO_AUDIO2
     >>> from pondlib.devices.xylo.topology import read_topology
     >>> w = LinearWeights._factory(20, 4, "w_in", None, weights=np.ones((20, 4)))
@@ -32,12 +32,12 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from pondlib.devices.core.rules import rule_table
 from pondlib.devices.xylo.topology import SUPPORTED_MODULES, MappingContext, NeuronLayer, dash_of
 from pondlib.errors import Violation
 
@@ -635,10 +635,6 @@ MAPPER_RULES: tuple[Callable[[MappingContext], Iterator[Violation]], ...] = (
 )
 
 
-def _prose(rule: Callable) -> str:
-    """The first paragraph of ``rule``'s docstring, on one line."""
-    return " ".join(inspect.cleandoc(rule.__doc__ or "").split("\n\n", 1)[0].split())
-
-
-#: Every design rule the mapper checks: rule id -> what it requires (built from :data:`MAPPER_RULES`).
-RULES: dict[str, str] = {rule.__name__: _prose(rule) for rule in MAPPER_RULES}
+#: Every design rule the mapper checks: rule id -> what it requires (built from :data:`MAPPER_RULES`: each
+#: function's name is its rule id, the first paragraph of its docstring the prose).
+RULES: dict[str, str] = rule_table(*MAPPER_RULES)

@@ -15,7 +15,7 @@ from pondlib.devices.spinnaker2.dnn import MLP, dnn_mapper
 from pondlib.devices.spinnaker2.dnn_rules import DNN_RULE_FUNCTIONS, DNN_RULES
 from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits
 from pondlib.devices.spinnaker2.mapper import RULES, WARNINGS, mapper
-from pondlib.devices.spinnaker2.rules import for_each, rule, rule_table
+from pondlib.devices.core.rules import for_each, rule, rule_info, rule_table
 from pondlib.devices.spinnaker2.snn_rules import SNN_RULES, WARNING_RULES, unknown_neuron_model
 from pondlib.errors import ConstraintError, PondError, Violation
 from pondlib.graph import GraphHolder, LIFNeurons, LinearWeights, connect_modules
@@ -61,7 +61,7 @@ def test_tables_are_built_from_the_rule_functions():
     for fn in _leaves((unknown_neuron_model, *SNN_RULES, *WARNING_RULES, *DNN_RULE_FUNCTIONS)):
         first = fn.__doc__.strip().split("\n\n")[0]
         table = {**RULES, **WARNINGS, **DNN_RULES}
-        assert " ".join(first.split()) in table[fn.rule_id], fn.__name__
+        assert " ".join(first.split()) in table[rule_info(fn).id], fn.__name__
     assert RULES["invalid_parameter"].count(";") >= 3  # four functions check it, each a part of the prose
 
 
@@ -187,7 +187,7 @@ def test_rules_need_an_id_and_a_docstring():
     with pytest.raises(PondError, match="docstring"):
         rule("x")(lambda ctx: ())
     with pytest.raises(PondError, match="rule id"):
-        rule_table(lambda ctx: ())
+        rule_table(lambda ctx: ())  # neither marked nor documented
 
 
 def test_for_each_runs_its_rules_item_by_item_and_rule_table_joins_parts():
@@ -203,7 +203,7 @@ def test_for_each_runs_its_rules_item_by_item_and_rule_table_joins_parts():
         if item.n % 2:
             yield Violation("odd", item.name, item.n, "even", "pad")
 
-    @rule("big")
+    @rule("big", extends=True)
     def big_total(ctx):
         """at most 10 in all"""
         total = sum(i.n for i in ctx.items)
