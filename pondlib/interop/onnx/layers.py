@@ -1,21 +1,8 @@
 r"""The float layer list an ONNX model is imported as, and its numpy reference evaluator.
 
-Every layer reads the outputs of earlier layers by index (``-1`` is the model input), so residual
-connections are plain references. Tensors are batch-first, channels-first like ONNX: ``(B, C, *S)``
-for ``S`` = 1 or more spatial axes, ``(B, K)`` for dense layers. Shapes below are per sample.
-
-==============  ==============================================================================================
-``gemm``        ``y = x W + b``; ``weight`` (K, O), ``bias`` (O,)
-``conv``        ``y[o, p] = b[o] + sum_{c in group(o), k} W[o, c, k] x_pad[g(o) C_g + c, p s + k d]``;
-                ``weight`` (O, C/groups, *kernel), ``strides``, ``dilations``, ``pads`` (begins then ends)
-``relu``        ``y = max(x, 0)``
-``leaky_relu``  ``y = x`` if ``x >= 0`` else ``alpha x``
-``maxpool``     ``y = max`` over the (dilated) window; padding is ``-inf``; ``ceil_mode`` pads the end
-``avgpool``     ``y = mean`` over the window; zero padding counted only when ``count_include_pad``
-``reshape``     per-sample ``shape`` (Flatten, Reshape, Squeeze, Unsqueeze)
-``add``         ``y = a + b`` (two earlier tensors of one shape: residual connections)
-``affine``      ``y[c] = scale[c] x[c] + shift[c]`` (a BatchNormalization with no conv/gemm to fold into)
-==============  ==============================================================================================
+The layer kinds, their parameters and equations are those of :mod:`pondlib.graph.dnn` (the plain-data
+layer graph; :data:`~pondlib.graph.dnn.LAYER_OPS`); :func:`run_float` evaluates them in numpy, batch-first
+and channels-first like ONNX, as the parity reference against ONNX Runtime.
 
 Example:
     >>> import numpy as np
