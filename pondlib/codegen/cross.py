@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.program import Program
-from pondlib.cprogram.templates import render
+from pondlib.cprogram.templating import render
 from pondlib.errors import CodegenError
 from pondlib.validate import as_array
 

@@ -1,7 +1,7 @@
 r"""``float32`` numerics: the float model of a ``pondlib.nn`` network as plain C11 (IEEE float32, no libm).
 
 :func:`emit` walks the network and writes one block of C per module, each from its kernel template in
-``pondlib/codegen/templates/`` (:mod:`pondlib.cprogram.templates`: Python computes only the values -- names,
+``pondlib/codegen/templates/`` (:mod:`pondlib.cprogram.templating`: Python computes only the values -- names,
 sizes, loop bounds, constants, the chosen variant); every coefficient that pondlib
 derives from the parameters (the LIF decays ``exp(-dt/tau)``, the NIR neurons' ``a``, ``dt/tau * r``,
 leak terms) is taken from the module's own ``parameters()`` -- the exact float32 values pondlib's float
@@ -85,7 +85,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
-from pondlib.cprogram.templates import render
+from pondlib.cprogram.templating import render
 from pondlib.errors import CodegenError
 from pondlib.nn.combinators import Residual, Sequential
 from pondlib.nn.graphnet import GraphNetwork

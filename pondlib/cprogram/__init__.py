@@ -8,7 +8,8 @@ entry (``generate``, the host and cross toolchains).
 
 * :mod:`pondlib.cprogram.program`: :class:`Constant`, :class:`Buffer`, :func:`plan_arena`,
   :func:`build_program` -> :class:`Program` (sources, I/O description, memory report).
-* :mod:`pondlib.cprogram.templates`: one small C template per kernel, filled with values computed in
+* :mod:`pondlib.cprogram.templating`: the renderer of the C templates (one small file per kernel, in a
+  ``templates/`` folder beside the emitting module), filled with values computed in
   Python (:func:`render`).
 """
 
@@ -28,7 +29,7 @@ from pondlib.cprogram.program import (
     format_array,
     plan_arena,
 )
-from pondlib.cprogram.templates import render
+from pondlib.cprogram.templating import render
 
 __all__ = [
     "CTYPES",

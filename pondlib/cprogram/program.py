@@ -12,7 +12,7 @@ An emitter (``pondlib.codegen.<numerics>``) describes its network as
   (``out_t *``) and refer to each buffer and constant by its name;
 
 and :func:`build_program` assembles the sources from the templates beside this module (``templates/net.h``,
-``net.c``, ``main.c``, ``Makefile.tmpl`` and the state resets, filled by :mod:`pondlib.cprogram.templates`).
+``net.c``, ``main.c``, ``Makefile.tmpl`` and the state resets, filled by :mod:`pondlib.cprogram.templating`).
 The arena of one sample is a struct::
 
     typedef struct {
@@ -63,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.cprogram.templates import render
+from pondlib.cprogram.templating import render
 from pondlib.errors import CodegenError
 from pondlib.validate import check_writable_file
 

@@ -1,6 +1,6 @@
 """The C templates: the strict renderer, and every template file of every emitter used in full.
 
-The renderer (``pondlib.cprogram.templates``) is checked on a small package of its own (placeholders, the
+The renderer (``pondlib.cprogram.templating``) is checked on a small package of its own (placeholders, the
 indentation of multi-line values, optional lines, sections, and every way a template and its values can
 disagree). The emitters are then run, under :func:`trace`, on models that reach every kernel variant: every
 template file of ``pondlib.cprogram``, ``pondlib.codegen`` and each chip must be rendered, each of its
@@ -21,9 +21,9 @@ import pytest
 from pondlib import nn
 from pondlib.codegen import generate
 from pondlib.codegen.cross import freestanding_sources
-from pondlib.cprogram import templates
+from pondlib.cprogram import templating as templates
 from pondlib.cprogram.program import Buffer, Constant, build_program
-from pondlib.cprogram.templates import SUFFIXES, load, render, template_names, trace
+from pondlib.cprogram.templating import SUFFIXES, load, render, template_names, trace
 from pondlib.devices import registry
 from pondlib.errors import CodegenError
 from pondlib.nn import layers, neurons

@@ -5,7 +5,7 @@ r"""Siracusa numerics as C: int8 GEMM / convolution, RequantShift and the intege
 :class:`~pondlib.cprogram.program.Program` whose step equals
 :class:`~pondlib.devices.siracusa.sim.SiracusaSim` bit for bit: outputs and every recorded value. Each kernel
 (GEMM, convolution, RequantShift, LIF, the wrapping helpers) is a small C template in ``templates/`` beside this
-module (:mod:`pondlib.cprogram.templates`); Python computes only the values.
+module (:mod:`pondlib.cprogram.templating`); Python computes only the values.
 
 **Input and output.** One step takes the *already quantized* integer input ``x[N_in]`` (quantize floats
 with :func:`~pondlib.devices.siracusa.sim.quantize_input` first, as for the simulator), in the narrowest
@@ -76,7 +76,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
-from pondlib.cprogram.templates import render
+from pondlib.cprogram.templating import render
 from pondlib.devices.siracusa.config import SiracusaConfig, check_constraints
 from pondlib.devices.siracusa.sim import SAFETY_RULES
 from pondlib.devices.siracusa.specification import QLIF, QConv2d, QGemm, QRequant, Specification

@@ -5,7 +5,7 @@ r"""SpiNNaker2 numerics as C: the per-PE float32 LIF update with 16-bit synapse 
 (the DNN path, what ``dnn_mapper`` returns), and writes C whose every output and recorded state equals the
 simulators of :mod:`pondlib.devices.spinnaker2.sim` bit for bit. Each kernel (a population's update, a block of
 synapse rows, an MLA layer, the multiply-add) is a small C template in ``templates/`` beside this module
-(:mod:`pondlib.cprogram.templates`); Python computes only the values.
+(:mod:`pondlib.cprogram.templating`); Python computes only the values.
 
 **SNN** (``SpiNNaker2Sim``). One C step is one tick. Input ``x`` (``int32_t``, ``n_input``): spike counts of the
 input sources at this tick; output ``y`` (``int32_t``, ``N_out``): the output population's spikes (0/1). Per
@@ -86,7 +86,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_literal
-from pondlib.cprogram.templates import render
+from pondlib.cprogram.templating import render
 from pondlib.devices.spinnaker2.config import SpiNNaker2Config, decode_words, validate_config
 from pondlib.devices.spinnaker2.dnn import DNNConfig
 from pondlib.devices.spinnaker2.specification import NEURON_MODELS, LIFOptions

@@ -3,7 +3,7 @@ r"""The ``xylo`` numerics: a :class:`~pondlib.devices.xylo.config.XyloConfig` as
 :func:`emit` turns every register of the Xylo core into ``static const`` arrays and one step function whose
 integer dynamics are exactly those of :class:`pondlib.devices.xylo.sim.XyloSim` (``docs/XYLO.md``). Each phase
 of the step and each weight layout is a small C template in ``templates/`` beside this module
-(:mod:`pondlib.cprogram.templates`); Python computes only the values (sizes, names, the chosen variants).
+(:mod:`pondlib.cprogram.templating`); Python computes only the values (sizes, names, the chosen variants).
 
 Equations of one step ``t`` (integers only; ``sat16`` clamps to [-32768, 32767], ``wrap16`` is
 two's-complement narrowing to 16 bits, ``decay(v, d) = floor(v / 2**d)`` replaced by ``sign(v)`` when it is
@@ -76,7 +76,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.program import Buffer, Constant, Program, build_program
-from pondlib.cprogram.templates import render
+from pondlib.cprogram.templating import render
 from pondlib.devices.xylo.config import XyloConfig, validate_config
 from pondlib.errors import CodegenError, ConstraintError, Violation
 
