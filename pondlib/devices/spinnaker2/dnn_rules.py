@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.devices.core.rules import Rule
-from pondlib.devices.core.rules import for_each, rule, rule_table
+from pondlib.devices.core.rules import Rule, for_each, rule, rule_table
 from pondlib.errors import Violation
 
 __all__ = ["SHIFT_MAX", "LayerPlan", "DNNPlan", "DNN_RULE_FUNCTIONS", "DNN_RULES"]

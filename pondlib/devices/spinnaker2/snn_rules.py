@@ -20,8 +20,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pondlib.devices.core.rules import Rule
-from pondlib.devices.core.rules import for_each, rule, rule_table
+from pondlib.devices.core.rules import Rule, for_each, rule, rule_table
 from pondlib.devices.spinnaker2.snn_context import (
     LIF_PARAMETERS,
     SUPPORTED_MODULES,

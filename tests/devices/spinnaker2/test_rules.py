@@ -8,14 +8,13 @@ from types import SimpleNamespace as NS
 import numpy as np
 import pytest
 
-from pondlib.devices.core.rules import check_rules
+from pondlib.devices.core.rules import check_rules, for_each, rule, rule_info, rule_table
 from pondlib.devices.spinnaker2 import DNN_RULES as PACKAGE_DNN_RULES
 from pondlib.devices.spinnaker2 import RULES as PACKAGE_RULES
 from pondlib.devices.spinnaker2.dnn import MLP, dnn_mapper
 from pondlib.devices.spinnaker2.dnn_rules import DNN_RULE_FUNCTIONS, DNN_RULES
 from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits
 from pondlib.devices.spinnaker2.mapper import RULES, WARNINGS, mapper
-from pondlib.devices.core.rules import for_each, rule, rule_info, rule_table
 from pondlib.devices.spinnaker2.snn_rules import SNN_RULES, WARNING_RULES, unknown_neuron_model
 from pondlib.errors import ConstraintError, PondError, Violation
 from pondlib.graph import GraphHolder, LIFNeurons, LinearWeights, connect_modules
