@@ -16,9 +16,9 @@ time, and every page faults on first touch. A profile of the jitted forward pass
 
     h_0 = x[t], \qquad
     h_{j+1} = h_j W_j + b_j \ \text{(Linear)} \quad\text{or}\quad
-    h_{j+1} = s_j[t] = \mathrm{LIF}_j(h_j, \mathrm{state}_j[t-1]) \ \text{(the step of}
-    :func:`pondlib.nn.adjoint.lif_scan` \text{)},
+    h_{j+1} = s_j[t] = \mathrm{LIF}_j(h_j, \mathrm{state}_j[t-1]) \ \text{(LIF)},
 
+with :math:`\mathrm{LIF}_j` the step that every LIF loop calls (:func:`pondlib.nn.lif_core.lif_step_flat`),
 so only the per-step rows ``(*batch, N)`` and the output stack ``(T, *batch, N_out)`` exist (with
 ``record=True`` the loop also emits every LIF layer's spikes, membrane and currents, so the records and
 the output of a recorded call come from the same loop and agree). The
@@ -73,9 +73,10 @@ from jax.custom_derivatives import CustomVJPPrimal, SymbolicZero
 
 from pondlib.nn.adjoint import _bwd as _lif_bwd
 from pondlib.nn.adjoint import _fwd as _lif_fwd
-from pondlib.nn.adjoint import _initial, _syn_sum, _unflat
+from pondlib.nn.adjoint import broadcast_state
 from pondlib.nn.base import scan_steps
 from pondlib.nn.lif import LIF
+from pondlib.nn.lif_core import FlatLIFParameters, lif_step_flat, unflatten_synapses
 from pondlib.nn.linear import Linear
 from pondlib.validate import check_int
 
@@ -163,9 +164,10 @@ def chunk_steps(elements: int) -> int:
 
 def _chunk(specs: tuple, params: tuple, record: bool, carry: tuple, xk: jax.Array) -> tuple[tuple, tuple]:
     """``C = xk.shape[0]`` steps of the chain: each Linear as one product over the chunk's ``C * B`` rows,
-    each LIF as ``C`` steps unrolled here (the step of :func:`pondlib.nn.adjoint.lif_scan`, operation for
-    operation). Returns the new carry and ``(y (C, *batch, N_out), rows)``, ``rows`` one entry per module:
-    the LIF's ``(spikes, vmem, isyn)`` stacks of the chunk with ``record``, else None."""
+    each LIF as ``C`` calls of :func:`pondlib.nn.lif_core.lif_step_flat` unrolled here (the step of
+    :func:`pondlib.nn.adjoint.lif_scan`). Returns the new carry and ``(y (C, *batch, N_out), rows)``,
+    ``rows`` one entry per module: the LIF's ``(spikes, vmem, isyn)`` stacks of the chunk with ``record``,
+    else None."""
     h, new, rows = xk, [], []
     for spec, p, c in zip(specs, params, carry):
         if spec[0] == "linear":
@@ -176,15 +178,12 @@ def _chunk(specs: tuple, params: tuple, record: bool, carry: tuple, xk: jax.Arra
         _, cap, surrogate = spec
         alpha, beta, threshold, bias, w_rec = p
         n, k = beta.shape
-        beta_flat = beta.reshape(n * k)
+        params = FlatLIFParameters(alpha, beta.reshape(n * k), threshold, bias, w_rec, cap, surrogate)
         i, v, s = c
         out_s, out_v, out_i = [], [], []
         for t in range(h.shape[0]):
-            a = h[t] if w_rec is None else h[t] + s @ w_rec
-            i = (i + a) * beta_flat
-            pre = v * alpha + _syn_sum(i, k) + bias
-            s = surrogate.spikes(pre, threshold, cap)
-            v = pre - s * threshold
+            r = lif_step_flat(params, i, v, s, h[t])
+            i, v, s = r.isyn, r.vmem, r.spikes
             out_s.append(s)
             if record:
                 out_v.append(v)
@@ -210,7 +209,7 @@ def _chain(static: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[j
             carry.append(None)
         else:
             n, k = p[1].shape
-            carry.append(_initial(st, batch, n, k))
+            carry.append(broadcast_state(st, batch, n, k))
     carry = tuple(carry)
     steps = x.shape[0]
     size = max(1, min(chunk, steps))
@@ -232,8 +231,8 @@ def _chain(static: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[j
         else:
             i, v, s = c
             k = p[1].shape[1]
-            out_states.append(type(st)(_unflat(i, k), v, s))
-            recs.append(None if r is None else (r[0], r[1], _unflat(r[2], k)))
+            out_states.append(type(st)(unflatten_synapses(i, k), v, s))
+            recs.append(None if r is None else (r[0], r[1], unflatten_synapses(r[2], k)))
     return y, tuple(out_states), tuple(recs)
 
 

@@ -1,8 +1,9 @@
 r"""Leaky integrate-and-fire neurons with synaptic currents: a pure step function and a thin module.
 
-One step of ``dt`` seconds for ``N`` neurons with ``k`` synaptic currents each (the float model of
-Xylo, ``docs/XYLO.md``), for input ``x`` of ``N * k`` channels (channel ``i`` drives synapse ``i % k``
-of neuron ``i // k``) and the previous step's spike counts ``s[t-1]``:
+One step of ``dt`` seconds for ``N`` neurons with ``k`` synaptic currents each (the float model that the
+device-aware twins in :mod:`pondlib.devices` follow in their chips' integer arithmetic), for input ``x``
+of ``N * k`` channels (channel ``i`` drives synapse ``i % k`` of neuron ``i // k``) and the previous
+step's spike counts ``s[t-1]``:
 
 .. math::
 
@@ -17,6 +18,13 @@ Shapes: ``tau_mem``, ``threshold``, ``bias`` (N,); ``tau_syn`` (N, k); ``w_rec``
 (pre neuron, post channel). Units: time constants and ``dt`` in seconds; currents, voltages and
 thresholds in the same arbitrary unit. The spike non-linearity uses a surrogate gradient
 (:mod:`pondlib.nn.surrogate`).
+
+The arithmetic lives once, as pure functions on the flat ``(*batch, N*k)`` synapse layout
+(:mod:`pondlib.nn.lif_core`, re-exported here): :func:`lif_step_flat` and its pieces
+:func:`recurrent_input`, :func:`synapse_input`, :func:`synapse_decay`, :func:`membrane`,
+:func:`spike_counts`, :func:`reset` (and the spike count's slopes, :func:`surrogate_slopes`).
+:func:`lif_step`, the module's scan, the forward and backward loops of its adjoint
+(:mod:`pondlib.nn.adjoint`) and the fused chain (:mod:`pondlib.nn.fused`) call them.
 
 Example (one neuron, hand-computed): ``tau_mem = tau_syn = dt / ln 2`` gives ``alpha = beta = 1/2``:
 
@@ -52,12 +60,43 @@ from pondlib.nn.base import (
     check_size,
     evolve_time_major,
 )
+from pondlib.nn.lif_core import (
+    FlatLIFParameters,
+    LIFStepResult,
+    flatten_synapses,
+    lif_step_flat,
+    membrane,
+    recurrent_input,
+    reset,
+    spike_counts,
+    surrogate_slopes,
+    synapse_decay,
+    synapse_input,
+    unflatten_synapses,
+)
 from pondlib.nn.surrogate import Surrogate
 from pondlib.validate import F32_MAX, check_bool, check_float, check_int, check_type
 
-__all__ = ["LIF", "LIFState", "LIFParameters", "lif_step"]
+__all__ = [
+    "LIF",
+    "LIFState",
+    "LIFParameters",
+    "lif_step",
+    "flat_parameters",
+    # the step's pure functions (pondlib.nn.lif_core)
+    "FlatLIFParameters",
+    "LIFStepResult",
+    "lif_step_flat",
+    "recurrent_input",
+    "synapse_input",
+    "synapse_decay",
+    "membrane",
+    "spike_counts",
+    "reset",
+    "surrogate_slopes",
+]
 
-#: Default spike cap of the float model (effectively uncapped; Xylo hidden neurons cap at 31).
+#: Default spike cap of the float model (effectively uncapped; a chip's hidden neurons may cap at e.g. 31).
 DEFAULT_MAX_SPIKES = float(2**16)
 #: Largest spike cap: spike counts are exact in float32 up to 2^24.
 MAX_SPIKES_LIMIT = 2**24
@@ -84,16 +123,28 @@ class LIFParameters(NamedTuple):
     surrogate: Surrogate
 
 
-def lif_step(params: LIFParameters, state: LIFState, x: jax.Array) -> tuple[jax.Array, LIFState]:
-    """One LIF step (equations in the module docstring). ``x`` (*batch, N*k) -> spikes (*batch, N)."""
+def flat_parameters(params: LIFParameters) -> FlatLIFParameters:
+    """``params`` with the synaptic decays flat, ``beta`` (N, k) -> (N*k,): the parameters of
+    :func:`lif_step_flat`."""
     n, k = params.beta.shape
-    if params.w_rec is not None:
-        x = x + state.spikes @ params.w_rec
-    isyn = (state.isyn + x.reshape(x.shape[:-1] + (n, k))) * params.beta
-    vmem = state.vmem * params.alpha + isyn.sum(-1) + params.bias
-    spikes = params.surrogate.spikes(vmem, params.threshold, params.max_spikes)
-    vmem = vmem - spikes * params.threshold
-    return spikes, LIFState(isyn, vmem, spikes)
+    return FlatLIFParameters(
+        params.alpha,
+        params.beta.reshape(n * k),
+        params.threshold,
+        params.bias,
+        params.w_rec,
+        params.max_spikes,
+        params.surrogate,
+    )
+
+
+def lif_step(params: LIFParameters, state: LIFState, x: jax.Array) -> tuple[jax.Array, LIFState]:
+    """One LIF step (equations in the module docstring): ``x`` (*batch, N*k) -> spikes (*batch, N) and
+    the new state (``isyn`` (*batch, N, k), ``vmem`` and ``spikes`` (*batch, N)). It is
+    :func:`lif_step_flat` on the state's synapses laid flat."""
+    k = params.beta.shape[1]
+    r = lif_step_flat(flat_parameters(params), flatten_synapses(state.isyn), state.vmem, state.spikes, x)
+    return r.spikes, LIFState(unflatten_synapses(r.isyn, k), r.vmem, r.spikes)
 
 
 def _per_neuron(value: Any, shape: tuple[int, ...], name: str, positive: bool = False) -> jax.Array:
@@ -159,7 +210,7 @@ class LIF(eqx.Module):
         dt: time step in seconds.
         has_rec: add recurrent weights ``w_rec`` (N, N*k); random (needs ``key``) when ``w_rec`` is None.
         w_rec: recurrent weights (N, N*k) (implies ``has_rec``).
-        max_spikes_per_dt: spike cap per neuron per step (Xylo: 31 hidden, 1 output).
+        max_spikes_per_dt: spike cap per neuron per step (a chip's counter width, e.g. 31 hidden, 1 output).
         surrogate: a :class:`Surrogate` (default fast sigmoid, scale 10).
         key: random key for the default ``w_rec``.
 

@@ -135,9 +135,10 @@ def _spikes(p, th, cap):
 
 @numba.njit(inline="always")
 def _forward_row(xt, alpha, beta, th, bias, cap, pt, qt, st, i, v, k):
-    """One step of all M neurons: reads the input row ``xt`` (M k), updates ``i`` (M k) and ``v`` (M)
-    in place, writes the rows of ``pre``, ``q`` and ``spikes``. Inlined with a literal ``k`` so that
-    LLVM vectorizes the k = 1 loop (every argument its own array: LLVM does not vectorize where two
+    """One step of all M neurons (:func:`pondlib.nn.lif_core.lif_step_flat` without recurrence, its
+    multiply-adds fused as XLA fuses them): reads the input row ``xt`` (M k), updates ``i`` (M k) and
+    ``v`` (M) in place, writes the rows of ``pre``, ``q`` and ``spikes``. Inlined with a literal ``k`` so
+    that LLVM vectorizes the k = 1 loop (every argument its own array: LLVM does not vectorize where two
     rows of one array might overlap)."""
     for n in range(alpha.shape[0]):
         syn = np.float32(0.0)
@@ -176,9 +177,9 @@ def _forward(x, alpha, beta, th, bias, cap, pre, q, spikes, i0, v0, i_f, v_f):  
 
 @numba.njit(inline="always")
 def _backward_row(pt, qt, gt, dxt, alpha, beta, th, cap, scale, lam_p, lam_q, a_alpha, a_bias, a_th, a_beta, k, kind):
-    """One reverse step of all M neurons (the step of :func:`pondlib.nn.adjoint._bwd`): updates the
-    adjoints ``lam_p`` (M), ``lam_q`` (M k) and the sums for alpha, bias, threshold (M) and beta (M k)
-    in place and writes the row of ``dx``. Inlined with literal ``k`` and surrogate ``kind`` so that
+    """One reverse step of all M neurons (the step of :func:`pondlib.nn.adjoint.adjoint_backward`):
+    updates the adjoints ``lam_p`` (M), ``lam_q`` (M k) and the sums for alpha, bias, threshold (M) and
+    beta (M k) in place and writes the row of ``dx``. Inlined with literal ``k`` and surrogate ``kind`` so that
     the loop keeps no branch and vectorizes."""
     zero, one = np.float32(0.0), np.float32(1.0)
     cap1 = cap + one
@@ -222,7 +223,7 @@ def _backward_row(pt, qt, gt, dxt, alpha, beta, th, cap, scale, lam_p, lam_q, a_
 
 @numba.njit(boundscheck=False, error_model="numpy", cache=True)
 def _backward(pre, q, g, alpha, beta, th, v0, cfg, a_alpha, a_beta, a_th, a_bias, dx, d_i0, d_v0):  # pragma: no cover
-    """The adjoint loop of :func:`pondlib.nn.adjoint._bwd` for a non-recurrent layer whose only
+    """The adjoint loop of :func:`pondlib.nn.adjoint.adjoint_backward` for a non-recurrent layer whose only
     cotangent is the spikes' ``g`` (T, B', N'): per-neuron sums ``a_*`` over time and B' (N' or N' k),
     ``dx`` (T, B', N' k) and the initial state's cotangents ``d_i0`` (B' N' k), ``d_v0`` (B' N')."""
     cap, scale, kind = cfg[0], cfg[1], int(cfg[2])
@@ -284,7 +285,7 @@ def _shift_decay(v, f):
 @numba.njit(inline="always")
 def _exact_count(p, th, cap):
     """``min(floor(p / th), cap)`` where ``p >= th``, else 0, corrected for the rounding of the
-    quotient (the count of :func:`pondlib.devices.xylo.aware_adjoint._count` in integer mode)."""
+    quotient (the exact count of the device-aware twin that runs :func:`_bitshift_forward`)."""
     zero, one = np.float32(0.0), np.float32(1.0)
     n0 = np.floor(p / th)
     r = p - n0 * th
@@ -294,11 +295,12 @@ def _exact_count(p, th, cap):
 
 @numba.njit(inline="always")
 def _bitshift_row(ct, f_mem, f_syn, th, bias, cap, lo, hi, pt, qt, st, i, v, k):
-    """One integer step of a Xylo layer for all M neurons (the step of
-    :func:`pondlib.devices.xylo.aware_adjoint._make_step` without recurrence: 16-bit saturations ``[lo, hi]``,
-    bit-shift decays): reads the input current row ``ct`` (M k), updates ``i`` (M k) and the membrane
-    after reset ``v`` (M) in place, writes the rows of ``pre``, ``q`` and ``spikes``. Every value is a
-    whole number below 2^24, so each operation is exact and the order of the synapse sum is free."""
+    """One step of the integer LIF with bit-shift decays and saturation for all M neurons (the integer
+    step of the device-aware twin in :mod:`pondlib.devices` that uses it, without recurrence:
+    saturations to ``[lo, hi]``, bit-shift decays): reads the input current row ``ct`` (M k), updates
+    ``i`` (M k) and the membrane after reset ``v`` (M) in place, writes the rows of ``pre``, ``q`` and
+    ``spikes``. Every value is a whole number below 2^24, so each operation is exact and the order of
+    the synapse sum is free."""
     for n in range(th.shape[0]):
         syn = np.float32(0.0)
         for j in range(k):

@@ -1,5 +1,5 @@
-r"""Compiled CPU kernels for the LIF adjoint's two time loops (and the Xylo layer's integer forward
-loop), called from XLA through its FFI.
+r"""Compiled CPU kernels for the LIF adjoint's two time loops (and the forward loop of the integer LIF
+with bit-shift decays and saturation), called from XLA through its FFI.
 
 On a CPU, XLA runs a :func:`jax.lax.scan` step as a handful of separately compiled kernels. Each one
 reads and writes whole ``(*batch, N)`` arrays, and the carried state is copied between iterations. For
@@ -11,8 +11,9 @@ neurons of all samples, vectorized. :func:`jax.ffi.ffi_call` invokes them on XLA
 nothing is copied. On that benchmark the layer's forward and backward together take about 4 ms and
 the whole step about 10.5 ms instead of 15.
 
-The forward kernel evaluates, for every step ``t``, neuron ``n`` (of every sample) and synapse ``j``
-(``m = n k + j``, flat synapse index):
+The forward kernel evaluates the step of :func:`pondlib.nn.lif_core.lif_step_flat` (its reference:
+``tests/nn/test_native.py`` checks the kernel against a loop of it), for every step ``t``, neuron ``n``
+(of every sample) and synapse ``j`` (``m = n k + j``, flat synapse index):
 
 .. math::
 
@@ -29,8 +30,9 @@ vectorized), so the two loops agree to float32 rounding, not always to the bit.
 ``tests/nn/test_native.py`` checks that spikes are equal and every state within 1e-5 of its scale.
 
 The backward kernel evaluates the adjoint recursion of :mod:`pondlib.nn.adjoint` (its docstring has
-the equations) with the same operations per element; the parameter gradients' sums over time and
-batch are added in another order, so gradients agree with the XLA loop to float32 rounding.
+the equations; :func:`pondlib.nn.adjoint.adjoint_backward` calls the kernel) with the same operations
+per element; the parameter gradients' sums over time and batch are added in another order, so
+gradients agree with the XLA loop to float32 rounding.
 
 When the kernels run. :mod:`pondlib.nn.adjoint` decides at trace time. The layer must be
 non-recurrent (``w_rec`` is None), every array float32, and, for the backward kernel, the spikes the
@@ -46,12 +48,13 @@ platform uses the XLA loop. Under
 runs a self-test against XLA and keeps the XLA loops if it fails; ``PONDLIB_NATIVE=0`` in the
 environment turns the kernels off.
 
-The hardware-aware Xylo layer (:mod:`pondlib.devices.xylo.aware_adjoint`) uses them too: its adjoint recursion
-is the float LIF's with :math:`\alpha = 1 - f_{mem}`, :math:`\beta = 1 - f_{syn}`
-(:func:`lif_backward`), and :func:`bitshift_lif_forward` runs its chip-arithmetic forward step (16-bit
-saturations, bit-shift decays, exact spike counts; every value a whole number, so bit for bit the
-XLA loop's). On ``benchmarks/train_step.py`` the Xylo-aware step went from 17.4 ms (1.97x the plain
-step) to 10 ms (1.1x).
+A device-aware twin in :mod:`pondlib.devices` (the integer LIF with bit-shift decays and saturation,
+trained through straight-through estimators) uses them too: its adjoint recursion is the float LIF's
+with :math:`\alpha = 1 - f_{mem}`, :math:`\beta = 1 - f_{syn}` (:func:`lif_backward`), and
+:func:`bitshift_lif_forward` runs its integer forward step (saturation to ``[lo, hi]``, bit-shift
+decays, exact spike counts; every value a whole number, so bit for bit the XLA loop's). On
+``benchmarks/train_step.py`` that hardware-aware step went from 17.4 ms (1.97x the plain step) to
+10 ms (1.1x).
 
 Example:
     >>> import jax.numpy as jnp
@@ -213,7 +216,8 @@ def lif_forward(x, alpha, beta, threshold, bias, i0, v0, cap) -> tuple[jax.Array
 
 def lif_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple[jax.Array, ...]:
     """The adjoint loop on CPU of a non-recurrent layer of N neurons with k synapses each whose only
-    cotangent is the spikes' (the recursion of :func:`pondlib.nn.adjoint._bwd`, equations there), any
+    cotangent is the spikes' (the recursion of :func:`pondlib.nn.adjoint.adjoint_backward`, equations in
+    that module's docstring), any
     batch shape ``*b``: the batch is folded into the neuron axis (parameters tiled), the kernel's
     per-neuron sums then summed over it, as the XLA loops' per-sample accumulators are.
 
@@ -251,9 +255,10 @@ def lif_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple
 
 
 def bitshift_lif_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cap, lo, hi) -> tuple[jax.Array, ...]:
-    """The integer forward loop of a non-recurrent Xylo layer on CPU (the step of
-    :func:`pondlib.devices.xylo.aware_adjoint._make_step` with ``integer``: saturation to ``[lo, hi]``, bit-shift
-    decays, exact spike counts), any batch shape ``*b``.
+    """The forward loop on CPU of a non-recurrent layer of the integer LIF with bit-shift decays and
+    saturation (the integer step of the device-aware twin in :mod:`pondlib.devices` that uses it:
+    saturation to ``[lo, hi]``, bit-shift decays ``floor(v f)`` (at least one step toward zero), exact
+    spike counts), any batch shape ``*b``.
 
     Args:
         cur: (T, *b, N k) input currents in chip units (whole numbers, float32).

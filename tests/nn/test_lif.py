@@ -150,3 +150,74 @@ def test_record_keys_and_shapes():
     _, _, rec1 = lif(jnp.ones((7, 8)), record=True)
     assert rec1["isyn"].shape == (7, 4, 2)
     assert lif(jnp.ones((7, 8)))[2] == {}
+
+
+def test_step_functions_by_hand():
+    # the pieces of the flat step (pondlib.nn.lif_core), one neuron with two synapses: channel 0 drives
+    # synapse 0, channel 1 synapse 1; alpha = 0.5, beta = (0.5, 0.25), threshold 1, bias 0.125
+    from pondlib.nn import lif_core as core
+
+    sg = nn.Surrogate()
+    alpha, beta = jnp.array([0.5]), jnp.array([0.5, 0.25])
+    x, i_prev, v_prev = jnp.array([2.0, 4.0]), jnp.array([1.0, 0.0]), jnp.array([0.5])
+    q = core.synapse_input(i_prev, core.recurrent_input(x, jnp.zeros(1), None))
+    assert q.tolist() == [3.0, 4.0]
+    i = core.synapse_decay(q, beta)
+    assert i.tolist() == [1.5, 1.0]
+    p = core.membrane(v_prev, i, alpha, jnp.array([0.125]), 2)
+    assert p.tolist() == [0.25 + 2.5 + 0.125]
+    s = core.spike_counts(p, jnp.ones(1), 2.0, sg)
+    assert s.tolist() == [2.0]  # floor(2.875) = 2, within the cap
+    assert core.reset(p, s, jnp.ones(1)).tolist() == [0.875]
+    # recurrence: s[t-1] W_rec adds to the input, indexed (pre neuron, post channel)
+    w = jnp.array([[1.0, -2.0]])
+    assert core.recurrent_input(x, jnp.array([3.0]), w).tolist() == [5.0, -2.0]
+    # the composed step returns every quantity of the same step
+    params = core.FlatLIFParameters(alpha, beta, jnp.ones(1), jnp.array([0.125]), None, 2.0, sg)
+    r = core.lif_step_flat(params, i_prev, v_prev, jnp.zeros(1), x)
+    assert (r.q.tolist(), r.isyn.tolist(), r.pre.tolist(), r.spikes.tolist(), r.vmem.tolist()) == (
+        [3.0, 4.0],
+        [1.5, 1.0],
+        [2.875],
+        [2.0],
+        [0.875],
+    )
+    # the surrogate slopes: ds/dP = g(u) / theta, ds/dtheta = -g(u) u / theta (g = 1 above threshold)
+    dsdp, dsdth = core.surrogate_slopes(jnp.array([2.0]), jnp.array([2.0]), 4.0, sg)
+    assert (dsdp.tolist(), dsdth.tolist()) == ([0.5], [-0.5])
+
+
+@pytest.mark.parametrize("rec", [False, True])
+@pytest.mark.parametrize("k", [1, 3])
+def test_lif_step_is_the_flat_step_and_the_module_scan(rec, k):
+    # lif_step is lif_step_flat on the state laid flat (the same operations: equal bit for bit, step by
+    # step); the module's scan, the adjoint's compiled loop of the same step, agrees to float32 rounding
+    # (XLA fuses multiply-adds there; tests/nn/test_adjoint.py checks exact equality of two compiled
+    # loops in float64): v = P - s theta keeps the rounding of P, a few ulp of the synaptic currents
+    import jax
+
+    from pondlib.nn import lif_core as core
+    from pondlib.nn.lif import LIFState, flat_parameters, lif_step
+
+    w_rec = 0.3 * jax.random.normal(jax.random.PRNGKey(1), (3, 3 * k)) if rec else None
+    lif = nn.LIF((3 * k, 3), tau_mem=0.02, tau_syn=0.01, threshold=0.6, w_rec=w_rec)
+    p = lif.parameters()
+    x = jax.random.uniform(jax.random.PRNGKey(2), (12, 2, 3 * k), maxval=2.0)
+    state = lif.init_state((2,))
+    outs, vmems = [], []
+    for t in range(x.shape[0]):
+        flat = core.lif_step_flat(flat_parameters(p), core.flatten_synapses(state.isyn), state.vmem, state.spikes, x[t])
+        spikes, state = lif_step(p, state, x[t])
+        np.testing.assert_array_equal(np.asarray(flat.spikes), np.asarray(spikes))
+        np.testing.assert_array_equal(np.asarray(flat.vmem), np.asarray(state.vmem))
+        np.testing.assert_array_equal(np.asarray(core.unflatten_synapses(flat.isyn, k)), np.asarray(state.isyn))
+        outs.append(spikes)
+        vmems.append(state.vmem)
+    assert float(jnp.stack(outs).sum()) > 0  # the layer spikes
+    out, final, record = lif.evolve_tm(x, lif.init_state((2,)), True)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(jnp.stack(outs)))
+    atol = 1e-5 * max(1.0, k * float(np.abs(np.asarray(state.isyn)).max()))
+    np.testing.assert_allclose(np.asarray(record["vmem"]), np.asarray(jnp.stack(vmems)), rtol=0, atol=atol)
+    assert isinstance(final, LIFState)
+    for a, b in zip(final, state):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=atol)

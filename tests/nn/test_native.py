@@ -1,6 +1,9 @@
 """The compiled CPU kernels of the LIF adjoint (:mod:`pondlib.nn.native`) against the XLA loops they
 replace (:mod:`pondlib.nn.adjoint`, run here with the kernels turned off).
 
+- Step functions: the forward kernel against its reference, a loop of the documented step
+  :func:`pondlib.nn.lif_core.lif_step_flat` (the step every XLA loop calls): equal spikes, every other
+  quantity to float32 rounding.
 - Forward: the spikes equal the XLA loop's, and the residuals (membrane before reset, synaptic input),
   records and final state agree to float32 rounding (XLA fuses some of its multiply-adds, not always
   the same ones), for one to three synapses, spike caps and batch shapes.
@@ -22,6 +25,7 @@ from jax.custom_derivatives import CustomVJPPrimal
 from pondlib import nn
 from pondlib.nn import adjoint, native
 from pondlib.nn.lif import LIFState
+from pondlib.nn.lif_core import FlatLIFParameters, lif_step_flat
 from pondlib.nn.surrogate import Surrogate
 from tests.strategies import assert_trees_close
 
@@ -62,6 +66,30 @@ def xla_only(monkeypatch):
 
 
 CASES = [(7, 1, (3,)), (5, 2, (2, 3)), (9, 1, ()), (6, 3, (4,))]
+
+
+@pytest.mark.parametrize("n,k,batch", CASES)
+@pytest.mark.parametrize("cap", [1.0, 65536.0])
+def test_forward_kernel_equals_the_step_functions(n, k, batch, cap):
+    """The kernel's step is :func:`~pondlib.nn.lif_core.lif_step_flat`: run both over the same input,
+    step by step (the reference eagerly, each operation on its own), and compare every quantity."""
+    alpha, beta, threshold, bias, x, state0 = _layer(n, k, batch, seed=7 * n + k)
+    params = FlatLIFParameters(alpha, beta.reshape(n * k), threshold, bias, None, cap, Surrogate())
+    i, v, s = adjoint.broadcast_state(state0, batch, n, k)
+    pre, q, spikes, i_f, v_f = native.lif_forward(x, params.alpha, params.beta, threshold, bias, i, v, cap)
+    steps = []
+    for t in range(x.shape[0]):
+        r = lif_step_flat(params, i, v, s, x[t])
+        i, v, s = r.isyn, r.vmem, r.spikes
+        steps.append(r)
+    ref = {name: np.stack([np.asarray(getattr(r, name)) for r in steps]) for name in ("pre", "q", "spikes")}
+    assert 0.02 < float((ref["spikes"] > 0).mean()) < 0.98  # thresholds are crossed and missed
+    np.testing.assert_array_equal(np.asarray(spikes), ref["spikes"])
+    pairs = [(pre, ref["pre"]), (q, ref["q"]), (i_f, i), (v_f, v)]
+    for got, want in pairs:
+        got, want = np.asarray(got), np.asarray(want)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(1.0, float(np.abs(want).max())))
 
 
 @pytest.mark.parametrize("n,k,batch", CASES)

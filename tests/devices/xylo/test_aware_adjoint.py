@@ -293,3 +293,33 @@ def test_kernel_forward_bit_identical(name):
     assert spikes.sum() > 0
     if layer.max_spikes == 1:
         assert spikes.max() == 1  # counts stay within the cap
+
+
+def test_the_backward_loop_is_the_float_lifs(monkeypatch):
+    """One backward loop: the layer's adjoint is :func:`pondlib.nn.adjoint.adjoint_backward` (the float
+    LIF's) called with this layer's coefficients, alpha = 1 - f_mem, beta = 1 - f_syn, and its exact
+    spike count; the gradients of the decay factors are those of alpha and beta negated."""
+    from functools import partial
+
+    from pondlib.devices.xylo import aware_adjoint
+    from pondlib.nn import adjoint
+
+    assert aware_adjoint.adjoint_backward is adjoint.adjoint_backward
+    calls = []
+
+    def spy(coef, res, cts, kernel):
+        calls.append((coef, res, kernel))
+        return adjoint.adjoint_backward(coef, res, cts, kernel)
+
+    monkeypatch.setattr(aware_adjoint, "adjoint_backward", spy)
+    layer = _layer(n_in=4, n=3, k=2, rec=True)
+    x, state = _inputs(layer, 6, (2,), seed=3)
+    grads = jax.grad(_loss(("spikes",), False), argnums=(0, 1, 2))(layer, x, state)
+    assert len(calls) == 1
+    coef, res, kernel = calls[0]
+    g = layer.grid()
+    np.testing.assert_array_equal(np.asarray(coef.alpha), 1.0 - np.asarray(jnp.exp2(-g["dash_mem"])))
+    np.testing.assert_array_equal(np.asarray(coef.beta), 1.0 - np.asarray(jnp.exp2(-g["dash_syn"])))
+    assert isinstance(coef.count, partial) and coef.count.func is aware_adjoint._count
+    assert res.w_rec is not None and not kernel  # a recurrent layer runs the XLA loop
+    assert np.abs(np.asarray(grads[0].dash_mem)).max() > 0
