@@ -264,6 +264,28 @@ def test_simulate_writes_output_record_and_state(fast_demo, tmp_path, capsys):
     np.testing.assert_array_equal(got, want)
 
 
+def test_simulate_runs_every_saved_demo_configuration_by_its_content(fast_demo, tmp_path, capsys):
+    """pond demo saves what each device can save (<device>_config.npz); pond simulate recognises each file
+    by its content and runs it on its device's simulator (Siracusa quantizes the raw event counts)."""
+    from pondlib.devices.siracusa import SiracusaSim, load_config, quantize_input
+
+    d = fast_demo[2]
+    assert {p.name for p in d.glob("*_config.npz")} == {"xylo_config.npz", "siracusa_config.npz"}
+    rec = tmp_path / "sir.npz"
+    argv = ["simulate", str(d / "siracusa_config.npz"), "--input", str(d / "digits_test.npy"), "--quantize"]
+    assert main([*argv, "--record", str(rec)]) == 0
+    out = capsys.readouterr().out
+    assert "Simulation (siracusa)" in out and "Output spike counts per output neuron" in out
+    cfg = load_config(d / "siracusa_config.npz")
+    want = SiracusaSim(cfg).evolve(quantize_input(np.load(d / "digits_test.npy"), cfg))[0]
+    with np.load(rec) as z:
+        np.testing.assert_array_equal(z["output"], want)
+    frac = tmp_path / "frac.npy"
+    np.save(frac, np.load(d / "digits_test.npy") + 0.5)
+    assert main(["simulate", str(d / "siracusa_config.npz"), "--input", str(frac)]) == 1  # reals need --quantize
+    assert "--quantize" in _one_line_error(capsys.readouterr())
+
+
 def test_simulate_errors_are_one_line(fast_demo, tmp_path, capsys):
     d = fast_demo[2]
     cfg, inp = str(d / "xylo_config.npz"), str(d / "digits_test.npy")

@@ -515,17 +515,24 @@ def outputs_table(title: str, values: Any, predictions: Sequence[Any], header: s
     return Table(title, (("sample", "right"), ("prediction", "right"), (header, "left")), rows, caption=caption)
 
 
-def dnn_saved_run(what: str, x: np.ndarray, y: np.ndarray, device: str) -> SavedRun:
-    """The :class:`SavedRun` of a DNN deployment on integer input ``x`` with integer output ``y`` ((B, N) or
-    (B, T, N); the last step's outputs are the prediction): summary rows, per-sample outputs, payload."""
-    last = y if y.ndim == 2 else y[:, -1]
+def dnn_saved_run(what: str, x: np.ndarray, y: np.ndarray, device: str, *, spiking: bool = False) -> SavedRun:
+    """The :class:`SavedRun` of a deployment run on integer input ``x`` with integer output ``y`` ((B, N) or
+    (B, T, N)): summary rows, per-sample outputs, payload. The prediction is the largest output of the last
+    step, or, for ``spiking`` output over steps, the output neuron with the most spikes (None when silent)."""
+    if spiking and y.ndim == 3:
+        values = y.sum(axis=1)
+        preds = [int(np.argmax(v)) if v.any() else None for v in values]
+        title = "Output spike counts per output neuron (the most active one is the prediction)"
+    else:
+        values = y if y.ndim == 2 else y[:, -1]
+        preds = [int(np.argmax(v)) for v in values]
+        title = "Outputs (the largest one is the prediction)"
     rows = (
         ("configuration", what),
         ("input", f"{tuple(x.shape)} integers in [{int(x.min())}, {int(x.max())}]"),
         ("output", f"{tuple(y.shape)} integers in [{int(y.min())}, {int(y.max())}]"),
     )
-    preds = [int(np.argmax(v)) for v in last]
-    outputs = outputs_table("Outputs (the largest one is the prediction)", last, preds, "outputs")
+    outputs = outputs_table(title, values, preds, "counts" if spiking else "outputs")
     return SavedRun(f"Simulation ({device})", rows, outputs, {"output": y, "input": x})
 
 

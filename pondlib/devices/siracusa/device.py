@@ -286,6 +286,7 @@ class SiracusaDevice(Device):
         (``rint(x / input_scale)``, saturating)."""
         from pondlib.devices.core.inputs import dnn_input
         from pondlib.devices.siracusa.sim import SiracusaSim, quantize_input
+        from pondlib.devices.siracusa.specification import QLIF
 
         cfg, order = saved.config, saved.input_order
         lo, hi = cfg.input_range
@@ -303,4 +304,5 @@ class SiracusaDevice(Device):
         steps = x.ndim == 3
         y = SiracusaSim(cfg).evolve(x if steps else x[:, None, :])[0]
         what = f"Siracusa configuration, {len(cfg.layers)} layers, {cfg.n_input} -> {cfg.n_output}"
-        return dnn_saved_run(what, x, y if steps else y[:, 0], self.name)
+        spiking = any(isinstance(layer, QLIF) for layer in cfg.layers)
+        return dnn_saved_run(what, x, y if steps else y[:, 0], self.name, spiking=spiking)
