@@ -1,45 +1,20 @@
 """Moved: the C program model is :mod:`pondlib.cprogram.program` (so that each chip's C numerics, below this
-layer, can build on it). This module re-exports its public names, with a ``DeprecationWarning``; import
-from :mod:`pondlib.cprogram` (or the names re-exported by :mod:`pondlib.codegen`) instead."""
+layer, can build on it). This module still resolves its names, with a ``DeprecationWarning`` when imported;
+import from :mod:`pondlib.cprogram` (or the names re-exported by :mod:`pondlib.codegen`) instead."""
 
 import warnings
+from typing import Any
 
-from pondlib.cprogram.program import (
-    CTYPES,
-    ArenaPlan,
-    Buffer,
-    BufferReport,
-    Constant,
-    IOSpec,
-    MemoryReport,
-    Program,
-    StateView,
-    build_program,
-    c_identifier,
-    c_literal,
-    format_array,
-    plan_arena,
-)
+from pondlib.cprogram import program as _program
 
-__all__ = [
-    "CTYPES",
-    "Constant",
-    "Buffer",
-    "StateView",
-    "IOSpec",
-    "BufferReport",
-    "MemoryReport",
-    "Program",
-    "ArenaPlan",
-    "plan_arena",
-    "build_program",
-    "c_identifier",
-    "c_literal",
-    "format_array",
-]
+__all__ = list(_program.__all__)
 
 warnings.warn(
     "pondlib.codegen.program moved to pondlib.cprogram.program; import from pondlib.cprogram",
     DeprecationWarning,
     stacklevel=2,
 )
+
+
+def __getattr__(name: str) -> Any:
+    return getattr(_program, name)
