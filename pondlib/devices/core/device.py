@@ -380,7 +380,8 @@ class Device(abc.ABC):
         raise self._missing("device-aware twin", "export")
 
     def spike_pairs(self, twin: Any, mapped: Mapped) -> list[tuple[str, str, str]]:
-        """``(layer, twin record key, device record key)`` of every spiking layer, to compare spikes."""
+        """``(layer, twin record key, device record key)`` of every spiking layer, to compare spikes (a device
+        key ``""`` stands for the device's output)."""
         return []
 
     def module_types(self) -> tuple[type, ...]:
