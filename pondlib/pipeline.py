@@ -275,7 +275,6 @@ def deploy(
     loss: Any = "cross_entropy_sum",
     batch_size: int = 64,
     key: Any = None,
-    float_record: Mapping[str, Any] | None = None,
     observer: Observer | None = None,
     fit_options: Mapping[str, Any] | None = None,
     chunk: int = 150,
@@ -293,7 +292,6 @@ def deploy(
         check: variants to check first (default: ``deploy_settings.check``).
         epochs, lr, loss, batch_size, key: the fine-tuning (``lr`` default: the device's; it is multiplied
             by ``Device.lr_scale(twin)``); ``key`` a ``jax.random`` key (default ``PRNGKey(0)``).
-        float_record: the float network's record on ``data.x_test`` if already computed.
         observer: progress reporting (default: none). fit_options: more keywords of ``fit`` (``progress``,
             ``console``, ``devices``). chunk: samples per simulator call.
 
@@ -333,10 +331,7 @@ def deploy(
 
     from pondlib.training import accuracy, fit
 
-    if float_record is None:
-        float_out, float_record = _float_run(net, x_test)
-    else:
-        float_out = None
+    float_out, float_record = _float_run(net, x_test)
     checks = _check(d, net, variants, calib, opts)
     for c in checks:
         obs.checked(c)
@@ -346,7 +341,7 @@ def deploy(
         mapped = d.map(net, lim, calibration=calib, **opts)
         st["note"] = mapped.summary + ", configuration valid"
     x_dev = append_silence(x_test, mapped.latency) if mapped.latency else x_test
-    float_acc = accuracy(float_out if float_out is not None else _float_run(net, x_test)[0], y_test)
+    float_acc = accuracy(float_out, y_test)
     run = d.runner(mapped)
     with obs.stage("Compiling the bit-exact simulator"):
         run(x_dev[:2])

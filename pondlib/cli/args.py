@@ -266,31 +266,31 @@ def device_options(args: argparse.Namespace, device: Any, command: str, selector
     return {name: getattr(args, name) for name in mine}
 
 
+def _with_fix(err: PondError, fix: str) -> PondError:
+    """``err`` again with another fix (a violation list, or a subclass built otherwise, is kept as it is)."""
+    if isinstance(err, ConstraintError) or fix == (err.fix or ""):
+        return err
+    try:
+        return type(err)(err.what, value=err.value, limit=err.limit, where=err.where, fix=fix)
+    except TypeError:
+        return err
+
+
 def with_flags(err: PondError, device: Any) -> PondError:
     """``err`` with the device's Python keywords in its fix replaced by their command-line flags
     (``drop_synapse=True`` -> ``--drop-synapse``), so that the command's error says what to type."""
     fix = err.fix or ""
-    new = fix
     for o in getattr(device, "options", ()):
-        new = new.replace(f"{o.name}=True", o.flag).replace(f"{o.name}=", o.flag + " ")
-    if new == fix or isinstance(err, ConstraintError):
-        return err
-    try:
-        return type(err)(err.what, value=err.value, limit=err.limit, where=err.where, fix=new)
-    except TypeError:  # a subclass with another constructor: keep it as it is
-        return err
+        fix = fix.replace(f"{o.name}=True", o.flag).replace(f"{o.name}=", o.flag + " ")
+    return _with_fix(err, fix)
 
 
 def naming_option(err: PondError, path: str, flag: str) -> PondError:
     """``err`` (raised about the file ``path``) with its fix saying which option passes the file, so the
     command's error names both (``... and pass it with --input``)."""
-    if isinstance(err, ConstraintError) or path not in (err.where or "") or flag in str(err):
+    if path not in (err.where or "") or flag in str(err):
         return err
-    fix = f"{err.fix} and pass it with {flag}" if err.fix else f"pass a corrected file with {flag}"
-    try:
-        return type(err)(err.what, value=err.value, limit=err.limit, where=err.where, fix=fix)
-    except TypeError:  # a subclass with another constructor: keep it as it is
-        return err
+    return _with_fix(err, f"{err.fix} and pass it with {flag}" if err.fix else f"pass a corrected file with {flag}")
 
 
 def variants_help() -> str:

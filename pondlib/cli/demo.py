@@ -176,7 +176,6 @@ def run(console: Any, args: argparse.Namespace) -> int:
             aware=device.has_twin,
             epochs=cfg["aware_epochs"],
             key=k_tune,
-            float_record=float_rec,
             observer=RichObserver(console),
             fit_options={"progress": True, "console": console},
         )

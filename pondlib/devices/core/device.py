@@ -75,6 +75,7 @@ __all__ = [
     "outputs_table",
     "dnn_saved_run",
     "scale_lines",
+    "simulator_runner",
 ]
 
 
@@ -541,3 +542,18 @@ def scale_lines(report: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per requantizer of an imported QDQ model: its name and how far the chip's integer scale is
     from the model's real one (``report``: dicts with ``name`` and ``rel_error``)."""
     return [f"{r['name']}: scale-approximation error {r['rel_error']:.3e}" for r in report]
+
+
+def simulator_runner(
+    sim: Any, record: bool, *, prepare: Callable[[Any], Any] | None = None, keep: str = ""
+) -> Callable[[Any], tuple[np.ndarray, dict]]:
+    """:meth:`Device.runner` over a chip simulator ``sim`` (``reset_state()``, ``evolve(x, record=) -> (output,
+    state, record)``): each call starts from a reset state, feeds ``prepare(x)`` (e.g. the input quantizer;
+    default ``x``) and keeps the record keys ending in ``keep`` (all for ``""``)."""
+
+    def run(x: Any) -> tuple[np.ndarray, dict]:
+        sim.reset_state()
+        out, _, rec = sim.evolve(x if prepare is None else prepare(x), record=record)
+        return out, {k: v for k, v in rec.items() if k.endswith(keep)}
+
+    return run

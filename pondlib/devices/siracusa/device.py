@@ -36,6 +36,7 @@ from pondlib.devices.core.device import (
     dnn_saved_run,
     lif_layers,
     scale_lines,
+    simulator_runner,
 )
 from pondlib.devices.core.report import LimitRow, Table, one_spike_row
 from pondlib.errors import PondError
@@ -128,14 +129,9 @@ class SiracusaDevice(Device):
         from pondlib.devices.siracusa.sim import SiracusaSim, quantize_input
 
         config = mapped.config
-        sim = SiracusaSim(config)
-
-        def run(x: Any) -> tuple[np.ndarray, dict]:
-            sim.reset_state()
-            out, _, rec = sim.evolve(quantize_input(x, config), record=record)
-            return out, {k: v for k, v in rec.items() if k.endswith("/spikes")}
-
-        return run
+        return simulator_runner(
+            SiracusaSim(config), record, prepare=lambda x: quantize_input(x, config), keep="/spikes"
+        )
 
     def report(self, mapped: Mapped, record: Mapping[str, Any] | None = None) -> DeviceReport:
         from pondlib.devices.siracusa.report import quantization_summary, quantization_table, resource_usage

@@ -34,6 +34,7 @@ from pondlib.devices.core.device import (
     dnn_saved_run,
     lif_layers,
     scale_lines,
+    simulator_runner,
 )
 from pondlib.devices.core.report import LimitRow, Table, one_spike_row
 from pondlib.devices.spinnaker2.specification import NEURON_MODELS
@@ -162,14 +163,7 @@ class SpiNNaker2Device(Device):
     def runner(self, mapped: Mapped, *, record: bool = True) -> Any:
         from pondlib.devices.spinnaker2.sim import SpiNNaker2Sim
 
-        sim = SpiNNaker2Sim.from_config(mapped.config)
-
-        def run(x: Any) -> tuple[np.ndarray, dict]:
-            sim.reset_state()
-            out, _, rec = sim.evolve(x, record=record)
-            return out, {k: v for k, v in rec.items() if k.endswith(".spikes")}
-
-        return run
+        return simulator_runner(SpiNNaker2Sim.from_config(mapped.config), record, keep=".spikes")
 
     def report(self, mapped: Mapped, record: Mapping[str, Any] | None = None) -> DeviceReport:
         from pondlib.devices.spinnaker2.report import quantization_summary, quantization_table, resource_usage

@@ -17,67 +17,52 @@ memory layout), ``codec`` (configuration <-> memory image), ``cost`` (cycles and
 ``mock`` (the mock board), with ``hdk`` as the front end (board discovery and ``XyloBoard``).
 """
 
-from pondlib.devices.xylo.aware import hardware_dashes, to_float, xylo_aware
-from pondlib.devices.xylo.aware_lif import XyloLIF, XyloLIFState
-from pondlib.devices.xylo.codec import decode_config, encode_config
-from pondlib.devices.xylo.compare import LayerComparison, compare_records, layer_map_from_spec
-from pondlib.devices.xylo.config import XyloConfig, config_from_specification, validate_config
-from pondlib.devices.xylo.cost import CostModel, RunStats
-from pondlib.devices.xylo.device import XyloDevice
-from pondlib.devices.xylo.hdk import XyloBoard, find_xylo_hdks, set_mock_boards
-from pondlib.devices.xylo.limits import LIMITS, XYLO_AUDIO2, XYLO_AUDIO3, XYLO_IMU, XyloLimits, get_limits
-from pondlib.devices.xylo.mapper import RULES, SUPPORTED_MODULES, mapper
-from pondlib.devices.xylo.memory import memory_map
-from pondlib.devices.xylo.mock import MockXyloDevice
-from pondlib.devices.xylo.quantize import channel_quantize, global_quantize
-from pondlib.devices.xylo.sim import RECORD_KEYS, STATE_KEYS, XyloSim
-from pondlib.devices.xylo.specification import (
-    SPEC_KEYS,
-    MappingReport,
-    QuantizationReport,
-    Specification,
-    SpecificationKeyError,
-)
+from pondlib.devices.core.lazy import lazy_exports
 
-__all__ = [
-    "XyloLimits",
-    "XYLO_AUDIO2",
-    "XYLO_AUDIO3",
-    "XYLO_IMU",
-    "LIMITS",
-    "get_limits",
-    "Specification",
-    "SpecificationKeyError",
-    "SPEC_KEYS",
-    "MappingReport",
-    "QuantizationReport",
-    "mapper",
-    "RULES",
-    "SUPPORTED_MODULES",
-    "XyloConfig",
-    "validate_config",
-    "config_from_specification",
-    "XyloSim",
-    "RECORD_KEYS",
-    "STATE_KEYS",
-    "find_xylo_hdks",
-    "set_mock_boards",
-    "XyloBoard",
-    "MockXyloDevice",
-    "CostModel",
-    "RunStats",
-    "encode_config",
-    "decode_config",
-    "memory_map",
-    "compare_records",
-    "layer_map_from_spec",
-    "LayerComparison",
-    "global_quantize",
-    "channel_quantize",
-    "xylo_aware",
-    "to_float",
-    "hardware_dashes",
-    "XyloLIF",
-    "XyloLIFState",
-    "XyloDevice",
-]
+#: Public name -> the module that defines it (imported on first use: see :mod:`pondlib.devices.core.lazy`).
+_EXPORTS: dict[str, str] = {
+    "XyloLimits": "pondlib.devices.xylo.limits",
+    "XYLO_AUDIO2": "pondlib.devices.xylo.limits",
+    "XYLO_AUDIO3": "pondlib.devices.xylo.limits",
+    "XYLO_IMU": "pondlib.devices.xylo.limits",
+    "LIMITS": "pondlib.devices.xylo.limits",
+    "get_limits": "pondlib.devices.xylo.limits",
+    "Specification": "pondlib.devices.xylo.specification",
+    "SpecificationKeyError": "pondlib.devices.xylo.specification",
+    "SPEC_KEYS": "pondlib.devices.xylo.specification",
+    "MappingReport": "pondlib.devices.xylo.specification",
+    "QuantizationReport": "pondlib.devices.xylo.specification",
+    "mapper": "pondlib.devices.xylo.mapper",
+    "RULES": "pondlib.devices.xylo.mapper",
+    "SUPPORTED_MODULES": "pondlib.devices.xylo.mapper",
+    "XyloConfig": "pondlib.devices.xylo.config",
+    "validate_config": "pondlib.devices.xylo.config",
+    "config_from_specification": "pondlib.devices.xylo.config",
+    "XyloSim": "pondlib.devices.xylo.sim",
+    "RECORD_KEYS": "pondlib.devices.xylo.sim",
+    "STATE_KEYS": "pondlib.devices.xylo.sim",
+    "find_xylo_hdks": "pondlib.devices.xylo.hdk",
+    "set_mock_boards": "pondlib.devices.xylo.hdk",
+    "XyloBoard": "pondlib.devices.xylo.hdk",
+    "MockXyloDevice": "pondlib.devices.xylo.mock",
+    "CostModel": "pondlib.devices.xylo.cost",
+    "RunStats": "pondlib.devices.xylo.cost",
+    "encode_config": "pondlib.devices.xylo.codec",
+    "decode_config": "pondlib.devices.xylo.codec",
+    "memory_map": "pondlib.devices.xylo.memory",
+    "compare_records": "pondlib.devices.xylo.compare",
+    "layer_map_from_spec": "pondlib.devices.xylo.compare",
+    "LayerComparison": "pondlib.devices.xylo.compare",
+    "global_quantize": "pondlib.devices.xylo.quantize",
+    "channel_quantize": "pondlib.devices.xylo.quantize",
+    "xylo_aware": "pondlib.devices.xylo.aware",
+    "to_float": "pondlib.devices.xylo.aware",
+    "hardware_dashes": "pondlib.devices.xylo.aware",
+    "XyloLIF": "pondlib.devices.xylo.aware_lif",
+    "XyloLIFState": "pondlib.devices.xylo.aware_lif",
+    "XyloDevice": "pondlib.devices.xylo.device",
+}
+
+__all__ = list(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -34,6 +34,7 @@ from pondlib.devices.core.device import (
     Traces,
     lif_layers,
     outputs_table,
+    simulator_runner,
 )
 from pondlib.devices.core.report import LimitRow, Table
 from pondlib.errors import PondError
@@ -127,14 +128,7 @@ class XyloDevice(Device):
     def runner(self, mapped: Mapped, *, record: bool = True) -> Any:
         from pondlib.devices.xylo.sim import XyloSim
 
-        sim = XyloSim.from_config(mapped.config)
-
-        def run(x: Any) -> tuple[np.ndarray, dict]:
-            sim.reset_state()
-            out, _, rec = sim.evolve(x, record=record)
-            return out, rec
-
-        return run
+        return simulator_runner(XyloSim.from_config(mapped.config), record)
 
     def report(self, mapped: Mapped, record: Mapping[str, Any] | None = None) -> DeviceReport:
         from pondlib.devices.xylo.report import quantization_summary, quantization_table, resource_usage

@@ -48,7 +48,9 @@ def test_word_encoding_refuses_out_of_range_fields_all_together():
     assert len(err.value.problems) == 3
 
 
-def test_many_rules_broken_at_once_are_reported_together():
+def map_a_network_that_breaks_many_rules() -> ConstraintError:
+    """Biased input weights, bad delays, a huge fixed weight scale, 300 neurons per PE on a 3-PE chip with
+    long recordings: the mapper's ConstraintError (test_rules checks its order)."""
     rng = np.random.default_rng(1)
     net = nn.Sequential(
         nn.Linear(16, 300, weight=rng.normal(size=(16, 300)), bias=np.ones(300)),
@@ -69,7 +71,12 @@ def test_many_rules_broken_at_once_are_reported_together():
             record_ticks=2000,
             record_v=True,
         )
-    rules = set(err.value.rules)
+    return err.value
+
+
+def test_many_rules_broken_at_once_are_reported_together():
+    error = map_a_network_that_breaks_many_rules()
+    rules = set(error.rules)
     assert rules == {
         "linear_bias",
         "delay_range",
@@ -81,9 +88,9 @@ def test_many_rules_broken_at_once_are_reported_together():
         "weight_range",
     }
     assert rules <= set(RULES)
-    for v in err.value.violations:  # each names module, value, limit and remedy
+    for v in error.violations:  # each names module, value, limit and remedy
         assert v.module and v.value is not None and v.limit is not None and v.remedy
-    text = str(err.value)
+    text = str(error)
     assert "tiny" in text and "Fix:" in text
 
 

@@ -18,6 +18,7 @@ from pondlib.devices.spinnaker2.mapper import RULES, WARNINGS, mapper
 from pondlib.devices.spinnaker2.snn_rules import SNN_RULES, WARNING_RULES, unknown_neuron_model
 from pondlib.errors import ConstraintError, PondError, Violation
 from pondlib.graph import GraphHolder, LIFNeurons, LinearWeights, connect_modules
+from tests.devices.spinnaker2.test_mapper import map_a_network_that_breaks_many_rules
 
 SNN_IDS = {
     "unsupported_module",
@@ -112,29 +113,8 @@ def test_violations_come_rule_group_by_rule_group_and_item_by_item():
 
 
 def test_quantization_and_placement_violations_follow_the_graph_ones_slice_by_slice():
-    from pondlib import nn
-
-    rng = np.random.default_rng(1)
-    net = nn.Sequential(
-        nn.Linear(16, 300, weight=rng.normal(size=(16, 300)), bias=np.ones(300)),
-        nn.LIF(300),
-        nn.Linear(300, 300, weight=rng.normal(size=(300, 300))),
-        nn.LIF(300),
-        nn.Linear(300, 10, weight=rng.normal(size=(300, 10))),
-        nn.LIF(10),
-    )
-    tiny = SpiNNaker2Limits(name="tiny", usable_pes_per_chip=3)
-    with pytest.raises(ConstraintError) as err:
-        mapper(
-            net,
-            tiny,
-            delays={"2_Linear": 9, "4_Linear": -1},
-            neurons_per_pe=300,
-            weight_scale={"5_LIF": 1e3},
-            record_ticks=2000,
-            record_v=True,
-        )
-    assert [(v.rule, v.module) for v in err.value.violations] == [
+    error = map_a_network_that_breaks_many_rules()
+    assert [(v.rule, v.module) for v in error.violations] == [
         ("linear_bias", "0_Linear"),
         ("delay_range", "2_Linear"),
         ("delay_range", "4_Linear"),
