@@ -47,7 +47,7 @@ from pondlib.cli.args import (
 from pondlib.cli.models import check_model_path, load_network
 from pondlib.cli.render import notes, render, resources_table, stage, violations_table
 from pondlib.devices import registry
-from pondlib.errors import ConstraintError, PondError
+from pondlib.errors import ConstraintError, ONNXError, PondError
 
 __all__ = ["add_parser", "run"]
 
@@ -171,37 +171,27 @@ def _map_network(console: Any, args: argparse.Namespace, device: Any, net: Any, 
 
 def _map_onnx(console: Any, args: argparse.Namespace, device: Any) -> int:
     """``pond map model.onnx``: float models through the device's DNN mapper (calibrated on ``--calibration``
-    or synthetic uniform [0, 1) input, with a note), QDQ models straight to integer layers."""
-    import numpy as np
-
-    from pondlib.interop import onnx as ox
-    from pondlib.interop.onnx.reader import read_model
+    or synthetic uniform [0, 1) input, with a note), QDQ models straight to integer layers; graphs that are
+    not chains (custom integer dialects, several inputs, attention) through the device's graph path."""
+    from pondlib.interop.onnx.opgraph import is_standard_op, parse_model
 
     if not device.takes_onnx:
         takers = ", ".join(d.name for d in registry.devices() if d.takes_onnx)
         raise UsageError(f"pond map: ONNX models map to --device {takers}")
     path = Path(args.model)
-    model = read_model(path)
+    proto, _ = parse_model(path)
+    custom = any(not is_standard_op(n.op_type, n.domain) for n in proto.graph.node)
     try:
-        if any(n.op_type == "QuantizeLinear" for n in model.graph.node):
-            qm = ox.load_qdq(model)
-            console.print(f"[bold]model[/]: {path} (ONNX QDQ, {len(qm.layers)} integer layers)", highlight=False)
-            mapped = device.map_qdq(qm, args.limits)
-            for line in device.describe_dnn(mapped):
-                console.print(line, highlight=False)
-            notes(console, list(qm.notes), "ONNX import")
+        if custom and device.takes_graphs:
+            mapped = _map_graph(console, args, device, path, "custom ops")
         else:
-            fm = ox.load_onnx(model)
-            console.print(f"[bold]model[/]: {path} (ONNX opset {fm.opset}, {len(fm.layers)} layers)", highlight=False)
-            notes(console, list(fm.notes), "ONNX import")
-            if args.calibration is not None:
-                calib = load_floats(args.calibration, "calibration", "--calibration")
-            else:
-                calib = np.random.default_rng(0).random((32, *fm.input_shape))
-                notes(console, ["calibrated on synthetic uniform [0, 1) input: pass --calibration X.npy"], "note")
-            mapped = device.map_onnx(fm, calib, args.limits)
-            for line in device.describe_dnn(mapped):
-                console.print(line, highlight=False)
+            try:
+                mapped = _map_chain(console, args, device, path)
+            except ONNXError as err:
+                if not device.takes_graphs:
+                    raise
+                why = f"not a chain ({err.what})"
+                mapped = _map_graph(console, args, device, path, why)
     except ConstraintError as err:
         console.print(violations_table(err, err.device))
         return 1
@@ -210,3 +200,54 @@ def _map_onnx(console: Any, args: argparse.Namespace, device: Any) -> int:
         console.print(f"[green]✓[/] wrote {args.out}: {what}; run it with pond simulate", highlight=False)
     console.print(f"[bold green]{path.name} fits {device.name}[/]", highlight=False)
     return 0
+
+
+def _map_chain(console: Any, args: argparse.Namespace, device: Any, path: Path) -> Any:
+    """A float or QDQ layer chain through the device's DNN path (printed as it goes)."""
+    import numpy as np
+
+    from pondlib.interop import onnx as ox
+    from pondlib.interop.onnx.reader import read_model
+
+    model = read_model(path)
+    if any(n.op_type == "QuantizeLinear" for n in model.graph.node):
+        qm = ox.load_qdq(model)
+        console.print(f"[bold]model[/]: {path} (ONNX QDQ, {len(qm.layers)} integer layers)", highlight=False)
+        mapped = device.map_qdq(qm, args.limits)
+        for line in device.describe_dnn(mapped):
+            console.print(line, highlight=False)
+        notes(console, list(qm.notes), "ONNX import")
+        return mapped
+    fm = ox.load_onnx(model)
+    console.print(f"[bold]model[/]: {path} (ONNX opset {fm.opset}, {len(fm.layers)} layers)", highlight=False)
+    notes(console, list(fm.notes), "ONNX import")
+    if args.calibration is not None:
+        calib = load_floats(args.calibration, "calibration", "--calibration")
+    else:
+        calib = np.random.default_rng(0).random((32, *fm.input_shape))
+        notes(console, ["calibrated on synthetic uniform [0, 1) input: pass --calibration X.npy"], "note")
+    mapped = device.map_onnx(fm, calib, args.limits)
+    for line in device.describe_dnn(mapped):
+        console.print(line, highlight=False)
+    return mapped
+
+
+def _map_graph(console: Any, args: argparse.Namespace, device: Any, path: Path, why: str) -> Any:
+    """The whole operator graph through the device's graph path (``Device.map_graph``)."""
+    from pondlib.interop.onnx.opgraph import load_opgraph
+
+    graph = load_opgraph(path)
+    n_in, n_out = len(graph.inputs), len(graph.outputs)
+    console.print(
+        f"[bold]model[/]: {path} (ONNX graph, {len(graph.nodes)} ops, {n_in} input(s), {n_out} output(s); {why})",
+        highlight=False,
+    )
+    if args.calibration is not None:
+        raise UsageError("pond map: --calibration applies to float layer chains; a graph carries its own scales")
+    mapped = device.map_graph(graph, args.limits)
+    report = device.report(mapped)
+    console.print(resources_table(report.title, report.resources))
+    for t in report.tables:
+        console.print(render(t))
+    notes(console, list(graph.notes) + list(mapped.notes) + list(report.notes), "ONNX import")
+    return mapped

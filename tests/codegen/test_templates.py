@@ -285,6 +285,12 @@ def _siracusa_models():
         generate(random_config(seed), "siracusa", name="sir", validate=False, record=bool(seed % 2))
     exact = SiracusaConfig(n_input=2, layers=(QGemm("fc", weight=[[1], [2]]),))
     generate(exact, "siracusa", name="sir")  # no wrapping arithmetic: no helper at all
+    # operator graphs (graph_codegen): the every-op graph recorded and not, and a one-op graph
+    from tests.devices.siracusa.test_graph_codegen import _tiny, _with_shapes, every_op_graph
+
+    for record in (False, True):
+        generate(_with_shapes(every_op_graph()), "siracusa", name="g", record=record)
+    generate(_tiny("Relu"), "siracusa", name="g")
 
 
 def test_every_template_is_used_every_placeholder_filled_every_section_taken_both_ways():

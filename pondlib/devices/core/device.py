@@ -427,6 +427,19 @@ class Device(abc.ABC):
         """A quantized ONNX model (:class:`~pondlib.graph.dnn.QDQModel`) mapped without re-quantizing it."""
         raise self._missing("DNN path for ONNX models", "map_qdq")
 
+    #: True when :meth:`map_graph` takes whole operator graphs (several inputs, custom integer dialects).
+    takes_graphs: bool = False
+
+    def map_graph(self, graph: Any, limits: Any = None) -> Mapped:
+        """An operator graph (:class:`~pondlib.graph.opgraph.OpGraph`: an integer dialect, a QDQ or a float
+        graph) mapped op by op; ``Mapped.config`` is the graph the device runs."""
+        raise self._missing("graph path for ONNX models", "map_graph")
+
+    def run_graph(self, graph: Any, inputs: Any) -> tuple[list[Any], bool]:
+        """Run an operator graph bit-exactly on ``inputs`` (one array per graph input, in order): the outputs
+        in graph order and whether it ran in integer mode."""
+        raise self._missing("graph path for ONNX models", "run_graph")
+
     def describe_dnn(self, mapped: Mapped) -> list[str]:
         """One line per layer of a DNN mapping."""
         return []

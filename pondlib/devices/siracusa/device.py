@@ -38,8 +38,8 @@ from pondlib.devices.core.device import (
     scale_lines,
     simulator_runner,
 )
-from pondlib.devices.core.report import LimitRow, Table, one_spike_row
-from pondlib.errors import PondError
+from pondlib.devices.core.report import LimitRow, Resource, Table, one_spike_row
+from pondlib.errors import ConfigError, PondError
 
 __all__ = ["SiracusaDevice"]
 
@@ -137,11 +137,23 @@ class SiracusaDevice(Device):
         from pondlib.devices.siracusa.report import quantization_summary, quantization_table, resource_usage
 
         lim = mapped.limits
+        if "graph" in mapped.extra:
+            return self._graph_report(mapped)
         return DeviceReport(
             f"Resources on {lim.name} (per step of one sample)",
             resource_usage(mapped.spec, lim),
             (quantization_table(quantization_summary(mapped.spec)),),
         )
+
+    def _graph_report(self, mapped: Mapped) -> DeviceReport:
+        """Memory and cycles of a graph mapping (:class:`~pondlib.devices.siracusa.graph_map.GraphMapping`)."""
+        m, lim = mapped.spec, mapped.limits
+        resources = (
+            Resource("L2 (weights + peak live activations)", m.l2_peak, lim.l2_bytes, "B"),
+            Resource("L3 (weights placed off-chip)", m.l3_bytes, lim.l3_bytes, "B"),
+            Resource("cycles per inference", round(m.cycles), None, "", f"{m.cores} core(s)"),
+        )
+        return DeviceReport(f"Resources on {lim.name} (one inference)", resources, (m.as_table(),))
 
     def gaps(self, mapped: Mapped, context: GapContext) -> Table | None:
         from pondlib.devices.siracusa.layers import float_forward
@@ -208,6 +220,15 @@ class SiracusaDevice(Device):
 
     # -- C -----------------------------------------------------------------------------------------------
     def emit(self, model: Any, *, name: str = "net", **options: Any) -> Any:
+        """Layer chains through :func:`~pondlib.devices.siracusa.codegen.emit`; operator graphs (integer mode)
+        through :func:`~pondlib.devices.siracusa.graph_codegen.emit_graph`."""
+        from pondlib.graph.opgraph import OpGraph
+
+        if isinstance(model, OpGraph):
+            from pondlib.devices.siracusa.graph_codegen import emit_graph
+
+            options.pop("validate", None)
+            return emit_graph(model, name=name, **options)
         from pondlib.devices.siracusa.codegen import emit
 
         return emit(model, name=name, **options)
@@ -237,7 +258,42 @@ class SiracusaDevice(Device):
         order = hwc_permutation(model.input_shape)
         return Mapped(self.name, self.limits(limits), None, cfg, extra={"scales": rep, "input_order": order})
 
+    takes_graphs = True
+
+    def map_graph(self, graph: Any, limits: Any = None) -> Mapped:
+        """An operator graph on Siracusa: a QDQ graph becomes an integer graph first
+        (:func:`~pondlib.devices.siracusa.qdq_graph.qdq_to_graph`); every op must have a kernel (checked by
+        :class:`~pondlib.devices.siracusa.graphsim.GraphSim`), then
+        :func:`~pondlib.devices.siracusa.graph_map.map_graph` places, tiles and costs it."""
+        from pondlib.devices.siracusa.graph_map import map_graph
+        from pondlib.devices.siracusa.graphsim import GraphSim
+
+        notes: list[str] = []
+        extra: dict[str, Any] = {}
+        if any(n.op in ("QuantizeLinear", "DequantizeLinear") for n in graph.nodes):
+            from pondlib.devices.siracusa.qdq_graph import qdq_to_graph
+
+            graph, qdq = qdq_to_graph(graph)
+            extra["qdq"] = qdq
+            notes.append(f"QDQ graph rewritten as an integer graph of {len(graph.nodes)} ops")
+        GraphSim(graph)
+        mapping = map_graph(graph, limits=limits)
+        extra["graph"] = graph
+        summary = f"{len(graph.nodes)} ops"
+        return Mapped(self.name, self.limits(limits), mapping, graph, tuple(notes), summary=summary, extra=extra)
+
+    def run_graph(self, graph: Any, inputs: Any) -> tuple[list[Any], bool]:
+        """:class:`~pondlib.devices.siracusa.graphsim.GraphSim` on ``inputs``, integer mode when
+        :func:`~pondlib.devices.siracusa.graphsim.integer_inputs` says so."""
+        from pondlib.devices.siracusa.graphsim import GraphSim, integer_inputs
+
+        ins = list(inputs)
+        integer = integer_inputs(graph, ins)
+        return GraphSim(graph).run(ins, integer=integer, record=False).output_list(), integer
+
     def describe_dnn(self, mapped: Mapped) -> list[str]:
+        if "graph" in mapped.extra:
+            return list(mapped.spec.table())
         if "scales" in mapped.extra:
             return scale_lines(mapped.extra["scales"])
         return mapped.spec.report_table().splitlines()
@@ -247,6 +303,14 @@ class SiracusaDevice(Device):
         the input order of a CNN (NCHW -> HWC) when it is not the identity."""
         from pondlib.devices.siracusa.config import save_config
 
+        if "graph" in mapped.extra:
+            raise ConfigError(
+                "saved deployment",
+                value="an operator graph (graph path)",
+                limit="a layer chain (the .npz configuration format holds chains)",
+                where="pond map --out",
+                fix="emit the graph as C with pondlib.devices.siracusa.graph_codegen.emit_graph, or map a chain",
+            )
         order = mapped.extra.get("input_order")
         order = None if order is None else np.asarray(order)
         if order is not None and np.array_equal(order, np.arange(order.size)):

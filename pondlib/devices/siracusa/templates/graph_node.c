@@ -1,0 +1,3 @@
+## One node of the graph: a comment naming it, then its kernel.
+/* node $index: $label */
+$body
