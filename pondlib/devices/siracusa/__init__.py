@@ -14,6 +14,19 @@ converter, quantization to RequantShift), ``config`` (the layer chain and every 
 twin), ``codegen`` (the C numerics), ``device`` (:class:`SiracusaDevice`, the chip behind the Device
 interface); ``layers`` (the float layer descriptions), ``onnx`` (ONNX models to layers), ``tiling`` (L1 tiles,
 L2/L3 placement, NPU eligibility), ``cycles`` (cycle model calibrated on the Deeploy tutorial).
+
+The graph path (ONNX graphs that are not layer chains: attention, normalisation, several inputs and outputs,
+Deeploy's integer dialect, ORT QDQ models)::
+
+    graph = load_opgraph("model.onnx")                       # pondlib.interop.onnx.opgraph
+    graph, report = qdq_to_graph(graph)                      # ORT QDQ models only: the integer graph
+    run = GraphSim(graph).run(inputs)                        # bit-exact; run.tensors holds every tensor
+    print("\n".join(map_graph(graph).table()))               # placement, tiles, NPU, cycles per op
+    program = emit_graph(graph)                              # the same graph as C
+
+``graphsim`` (the runner), ``kernels/`` (one kernel per op: ``onnx_ops``, Deeploy's dialect ``deeploy_ops``,
+``qdq_ops``), ``qdq_graph`` (QDQ -> integer graph), ``graph_map`` (placement, tiles, cycles) and
+``graph_codegen`` (C).
 """
 
 from pondlib.devices.core.lazy import lazy_exports
@@ -75,6 +88,18 @@ _EXPORTS: dict[str, str] = {
     "to_siracusa": "pondlib.devices.siracusa.onnx",
     "qdq_to_siracusa": "pondlib.devices.siracusa.onnx",
     "SiracusaDevice": "pondlib.devices.siracusa.device",
+    # the graph path: operator graphs (several inputs, attention, Deeploy's integer dialect, ORT QDQ)
+    "GraphSim": "pondlib.devices.siracusa.graphsim",
+    "GraphRun": "pondlib.devices.siracusa.graphsim",
+    "integer_inputs": "pondlib.devices.siracusa.graphsim",
+    "supported_ops": "pondlib.devices.siracusa.kernels",
+    "qdq_to_graph": "pondlib.devices.siracusa.qdq_graph",
+    "QDQReport": "pondlib.devices.siracusa.qdq_graph",
+    "map_graph": "pondlib.devices.siracusa.graph_map",
+    "GraphMapping": "pondlib.devices.siracusa.graph_map",
+    "emit_graph": "pondlib.devices.siracusa.graph_codegen",
+    "pack_inputs": "pondlib.devices.siracusa.graph_codegen",
+    "unpack_outputs": "pondlib.devices.siracusa.graph_codegen",
 }
 
 __all__ = list(_EXPORTS)

@@ -32,15 +32,21 @@ Input ranges default to the declared dtype (``int8`` -> [-128, 127]; Deeploy's f
 
 =========================================  =================================================================
 RequantShift                               ``clip((x mul + add + 2^(s-1)) >> s, lo, hi)``, mul/add per channel
-MatMul (batched, broadcast), Gemm          ``sum_k a b`` (+ ``beta C``), exact accumulator
-Add, Sub, Mul, Relu, Clip                  elementwise, numpy broadcasting
-Conv                                       2-D NCHW, groups (depthwise), pads, strides, dilations, bias
+MatMul (batched, broadcast), Gemm          ``sum_k a b``, Gemm's ``alpha (A' B') + beta C`` (whole alpha/beta,
+                                           transA/transB), exact accumulator
+Add, Sub, Mul, Relu, Clip                  elementwise, numpy broadcasting; Clip's bounds from inputs or attrs
+Conv                                       1-D NCW and 2-D NCHW, groups (depthwise), pads, strides, dilations
 Transpose, Concat                          index permutations / offset copies
-Reshape, Flatten, Squeeze, Unsqueeze,      aliases of their input's memory (copies when recording)
-Identity
+Reshape, Flatten, Squeeze, Unsqueeze,      aliases of their input's memory (copies when recording); Floor,
+Identity, Floor, Ceil, Round               Ceil and Round are the identity on integers
 iSoftmax, ITAMax, iRMSNorm, iLayerNorm,    Deeploy's integer rules (``deeploy_ops`` docstring)
 iHardswish, iGELU, TrueIntegerDiv,
 IntegerDiv
+MaxPool, AveragePool, Global*Pool,         in :mod:`~pondlib.devices.siracusa.graph_codegen_ops` (its
+ReduceSum, ReduceMean, IntegerMean,        docstring): pools, reductions, index maps, integer Div and the
+Slice, Gather, Pad, Div, ITAPartialMax,    rest of Deeploy's dialect; QSoftmax / QLayerNorm (float islands)
+iNoNorm, RequantizediHardswish,            are refused with the reason
+RequantizedGELU, LUT
 =========================================  =================================================================
 
 A node whose inputs are all constants is folded at generation (its kernel runs in Python). Any other op raises
@@ -71,13 +77,30 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
-from pondlib.cprogram.templating import render
+from pondlib.devices.siracusa.graph_codegen_ops import (
+    _I32,
+    _I64,
+    _RANGE_FIX,
+    _T,
+    NEW_OPS,
+    _acc_type,
+    _as_2d,
+    _bstrides,
+    _int_attr,
+    _ix,
+    _kernel,
+    _loops,
+    _map,
+    _merge,
+    _rows,
+    _store_type,
+    _strides,
+)
 from pondlib.devices.siracusa.graphsim import GraphSim
 from pondlib.devices.siracusa.kernels import KernelContext, lookup
 from pondlib.devices.siracusa.kernels.deeploy_ops import levels_range
@@ -87,18 +110,7 @@ from pondlib.validate import check_bool
 
 __all__ = ["emit_graph", "buffer_names", "pack_inputs", "unpack_outputs", "supported_graph_ops"]
 
-_PACKAGE = __package__
 _WHERE = "pondlib.devices.siracusa.graph_codegen.emit_graph"
-_I32 = (-(2**31), 2**31 - 1)
-_I64 = (-(2**63), 2**63 - 1)
-_STORE_TYPES = (
-    ("int8_t", -(2**7), 2**7 - 1),
-    ("uint8_t", 0, 2**8 - 1),
-    ("int16_t", -(2**15), 2**15 - 1),
-    ("uint16_t", 0, 2**16 - 1),
-    ("int32_t", *_I32),
-    ("int64_t", *_I64),
-)
 _DTYPE_RANGES = {
     "int8": (-(2**7), 2**7 - 1),
     "uint8": (0, 2**8 - 1),
@@ -109,31 +121,8 @@ _DTYPE_RANGES = {
     "int64": _I64,
     "bool": (0, 1),
 }
-_ALIAS_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
-
-
-def _kernel(template: str, **values: Any) -> str:
-    return render(_PACKAGE, template, **values)
-
-
-def _store_type(lo: int, hi: int, where: str) -> str:
-    """The narrowest C type holding [lo, hi]."""
-    for ctype, tlo, thi in _STORE_TYPES:
-        if tlo <= lo and hi <= thi:
-            return ctype
-    raise CodegenError("value range", value=(lo, hi), limit="within int64", where=where, fix=_RANGE_FIX)
-
-
-_RANGE_FIX = "requantize earlier, or pass tighter input_ranges="
-
-
-def _acc_type(bound: int, where: str) -> str:
-    """``int32_t`` when |values| <= bound fits int32, else ``int64_t`` (an error beyond int64)."""
-    if bound <= _I32[1]:
-        return "int32_t"
-    if bound <= _I64[1]:
-        return "int64_t"
-    raise CodegenError("accumulator bound", value=bound, limit="|acc| < 2^63", where=where, fix=_RANGE_FIX)
+_FLOAT_ISLANDS = ("QSoftmax", "QLayerNorm")  # registered only to be refused with the reason
+_ALIAS_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Floor", "Ceil", "Round")
 
 
 def _sanitize(name: str) -> str:
@@ -192,87 +181,6 @@ def _output_shapes(graph: OpGraph) -> list[tuple[int, ...]]:
             raise CodegenError("graph output shape", value=info.name, limit="a declared shape", fix="export shapes")
         shapes.append(tuple(int(d) for d in info.shape))
     return shapes
-
-
-# --------------------------------------------------------------------------------------------------- tensors
-@dataclass
-class _T:
-    """A tensor during emission: shape, value range, C type and pointer expression; ``value`` for constants;
-    ``buf`` the arena buffer holding it (None for ``x`` and constants)."""
-
-    shape: tuple[int, ...]
-    lo: int
-    hi: int
-    ctype: str
-    ptr: str = ""
-    value: np.ndarray | None = None
-    buf: str | None = None
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def amax(self) -> int:
-        return max(abs(self.lo), abs(self.hi))
-
-    def uniform(self) -> int | None:
-        """The one value of a constant whose elements all agree, else None."""
-        if self.value is None or self.value.size == 0:
-            return None
-        v = self.value.reshape(-1)
-        return int(v[0]) if bool(np.all(v == v[0])) else None
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= int(d)
-    return out[::-1]
-
-
-def _bstrides(shape: Sequence[int], out_shape: Sequence[int]) -> list[int]:
-    """Strides of ``shape`` broadcast (right-aligned) to ``out_shape``: 0 along broadcast dims."""
-    pad = len(out_shape) - len(shape)
-    full = [1] * pad + list(shape)
-    st = [0] * pad + _strides(shape)
-    return [0 if full[d] == 1 and out_shape[d] != 1 else st[d] for d in range(len(out_shape))]
-
-
-def _merge(shape: Sequence[int], strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
-    """Collapse adjacent dims that every operand walks contiguously (fewer, longer loops)."""
-    dims = [int(d) for d in shape]
-    sts = [list(s) for s in strides]
-    d = len(dims) - 2
-    while d >= 0:
-        if all(s[d] == s[d + 1] * dims[d + 1] for s in sts):
-            dims[d : d + 2] = [dims[d] * dims[d + 1]]
-            for s in sts:
-                s[d : d + 2] = [s[d + 1]]
-        d -= 1
-    keep = [i for i, n in enumerate(dims) if n != 1]
-    return [dims[i] for i in keep], [[s[i] for i in keep] for s in sts]
-
-
-def _ix(vars_: Sequence[str], strides: Sequence[int], base: int | str = 0) -> str:
-    terms = [v if s == 1 else f"{v} * {s}" for v, s in zip(vars_, strides) if s != 0]
-    if base not in (0, "0", ""):
-        terms.insert(0, str(base))
-    return " + ".join(terms) or "0"
-
-
-def _loops(shape: Sequence[int], body: str, prefix: str = "i") -> tuple[list[str], str]:
-    """Index variables and ``body`` nested in one ``for`` per dim (the body refers to the variables)."""
-    vars_ = [f"{prefix}{d}" for d in range(len(shape))]
-    text = body
-    for v, n in reversed(list(zip(vars_, shape))):
-        text = f"for (int32_t {v} = 0; {v} < {n}; ++{v}) {{\n" + _indent(text) + "\n}"
-    return vars_, text
-
-
-def _indent(text: str) -> str:
-    return "\n".join(("    " + line) if line else line for line in text.split("\n"))
 
 
 # --------------------------------------------------------------------------------------------------- emitter
@@ -369,16 +277,6 @@ class _Emitter:
 
 
 # ------------------------------------------------------------------------------------------------ op emitters
-def _map(em: _Emitter, node: Node, dst: _T, ops: list[_T], make: Callable[..., str], strides=None) -> None:
-    """``dst[i] = make(dst_ref, op refs...)`` over ``dst``'s shape, the operands broadcast (or ``strides``)."""
-    sts = strides or [_bstrides(o.shape, dst.shape) for o in ops]
-    shape, merged = _merge(dst.shape, sts + [_strides(dst.shape)])
-    vars_ = [f"i{d}" for d in range(len(shape))]
-    refs = [em.elem(o, _ix(vars_, s)) for o, s in zip(ops, merged[:-1])]
-    stmt = make(f"{dst.ptr}[{_ix(vars_, merged[-1])}]", *refs)
-    em.code(node, _loops(shape, stmt)[1])
-
-
 def _interval(op: str, a: _T, b: _T) -> tuple[int, int]:
     if op == "Add":
         return a.lo + b.lo, a.hi + b.hi
@@ -414,10 +312,11 @@ def _clip_bounds(em: _Emitter, node: Node, ins: list) -> tuple[int | None, int |
 def _clip(em: _Emitter, node: Node, ins: list) -> None:
     x = ins[0]
     lo_c, hi_c = _clip_bounds(em, node, ins)
-    lo = x.lo if lo_c is None else max(x.lo, lo_c)
-    hi = x.hi if hi_c is None else min(x.hi, hi_c)
-    lo, hi = (lo, hi) if lo <= hi else (lo_c if lo_c is not None else hi, lo_c if lo_c is not None else hi)
-    dst = em.out(node.outputs[0], x.shape, min(lo, hi), max(lo, hi), node)
+    lo_c = None if lo_c is None or lo_c <= x.lo else lo_c  # a bound the input never passes needs no test
+    lo, hi = (x.lo, x.hi) if lo_c is None else (max(x.lo, lo_c), max(x.hi, lo_c))
+    hi_c = None if hi_c is None or hi_c >= hi else hi_c
+    lo, hi = (lo, hi) if hi_c is None else (min(lo, hi_c), min(hi, hi_c))
+    dst = em.out(node.outputs[0], x.shape, lo, hi, node)
 
     def make(d: str, v: str) -> str:
         e = f"(int64_t){v}"
@@ -491,7 +390,7 @@ def _matmul(em: _Emitter, node: Node, ins: list) -> None:
     bst = [0 if s == 0 else st for s, st in zip(_bstrides(bsh[:-2], batch), _strides(bsh)[:-2])]
     vars_ = [f"i{d}" for d in range(len(batch))]
     inner = _kernel(
-        "graph_matmul.c", m=M, n=N, k=K, acc=acc, bias="0", a=em.arr(a), b=em.arr(b), dst=dst.ptr,
+        "graph_matmul.c", m=M, n=N, k=K, acc=acc, result="acc", a=em.arr(a), b=em.arr(b), dst=dst.ptr,
         aoff=_ix(vars_, ast), boff=_ix(vars_, bst), doff=_ix(vars_, _strides(batch + (M * N,))[:-1]),
         ams=K, aks=1, bks=N, bns=1, out_type=dst.ctype,
     )  # fmt: skip
@@ -501,24 +400,26 @@ def _matmul(em: _Emitter, node: Node, ins: list) -> None:
 def _gemm(em: _Emitter, node: Node, ins: list) -> None:
     a, b, c = ins[0], ins[1], ins[2] if len(ins) > 2 else None
     alpha, beta = (float(node.attrs.get(k, 1.0)) for k in ("alpha", "beta"))
-    if alpha != 1.0 or beta != 1.0 or len(a.shape) != 2 or len(b.shape) != 2:
+    if alpha != round(alpha) or beta != round(beta) or len(a.shape) != 2 or len(b.shape) != 2:
         raise CodegenError("Gemm", value=f"alpha={alpha}, beta={beta}, A {a.shape}, B {b.shape}",
-                           limit="alpha = beta = 1, 2-D A and B", where=node.label,
-                           fix="fold alpha/beta into the weights")  # fmt: skip
+                           limit="whole alpha and beta (integer mode), 2-D A and B", where=node.label,
+                           fix="fold fractional alpha/beta into the weights; a batched Gemm as MatMul")  # fmt: skip
+    alpha, beta = int(alpha), int(beta)
     ta, tb = int(node.attrs.get("transA", 0)), int(node.attrs.get("transB", 0))
     M, K = (a.shape[1], a.shape[0]) if ta else a.shape
     N = b.shape[0] if tb else b.shape[1]
     bv = b.value.T if (b.value is not None and tb) else b.value
     bound = int(np.max(np.abs(bv.astype(object)).sum(axis=0))) * a.amax if bv is not None else K * a.amax * b.amax
-    bound += c.amax if c is not None else 0
+    bound = bound * abs(alpha) + (c.amax * abs(beta) if c is not None else 0)
     dst = em.out(node.outputs[0], (M, N), -bound, bound, node)
     acc = _acc_type(bound, node.label)
-    bias = "0"
-    if c is not None:
+    result = "acc" if alpha == 1 else f"({acc})({alpha}) * acc"
+    if c is not None and beta != 0:
         cs = _bstrides(c.shape, (M, N))
-        bias = f"({acc}){em.elem(c, _ix(['m', 'n'], cs))}"
+        cterm = f"({acc}){em.elem(c, _ix(['m', 'n'], cs))}"
+        result += f" + {cterm}" if beta == 1 else f" + ({acc})({beta}) * {cterm}"
     inner = _kernel(
-        "graph_matmul.c", m=M, n=N, k=K, acc=acc, bias=bias, a=em.arr(a), b=em.arr(b), dst=dst.ptr,
+        "graph_matmul.c", m=M, n=N, k=K, acc=acc, result=result, a=em.arr(a), b=em.arr(b), dst=dst.ptr,
         aoff="0", boff="0", doff="0", ams=1 if ta else K, aks=M if ta else 1, bks=1 if tb else N,
         bns=K if tb else 1, out_type=dst.ctype,
     )  # fmt: skip
@@ -527,10 +428,14 @@ def _gemm(em: _Emitter, node: Node, ins: list) -> None:
 
 def _conv(em: _Emitter, node: Node, ins: list) -> None:
     x, w, bias = ins[0], ins[1], ins[2] if len(ins) > 2 else None
+    if len(x.shape) == 3 and w.value is not None and w.value.ndim == 3:  # 1-D: a 2-D convolution of height 1
+        x = _T((*x.shape[:2], 1, x.shape[2]), x.lo, x.hi, x.ctype, x.ptr, None, x.buf)
+        w = _T((*w.shape[:2], 1, w.shape[2]), w.lo, w.hi, w.ctype, value=w.value[:, :, None, :])
+        node = Node(node.name, node.op, node.inputs, node.outputs, {**node.attrs, **_as_2d(node.attrs)}, node.domain)
     if len(x.shape) != 4 or w.value is None or node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
         raise CodegenError("Conv", value=f"X {x.shape}, W constant: {w.value is not None}",
-                           limit="2-D NCHW with a constant weight and explicit pads", where=node.label,
-                           fix="export 2-D convolutions with constant weights")  # fmt: skip
+                           limit="1-D NCW or 2-D NCHW with a constant weight and explicit pads",
+                           where=node.label, fix="export 1-D/2-D convolutions with constant weights")  # fmt: skip
     B, C, H, W = x.shape
     O, cg, kh, kw = w.shape
     g = int(node.attrs.get("group", 1))
@@ -591,18 +496,6 @@ def _alias(em: _Emitter, node: Node, ins: list) -> None:
     dst = em.out(node.outputs[0], shape, x.lo, x.hi, node)
     flat = _T((x.size,), x.lo, x.hi, x.ctype, x.ptr, None if x.value is None else x.value.reshape(-1), x.buf)
     _map(em, node, _T((dst.size,), dst.lo, dst.hi, dst.ctype, dst.ptr), [flat], lambda d, v: f"{d} = {v};")
-
-
-def _rows(x: _T) -> tuple[int, int]:
-    n = x.shape[-1] if x.shape else 1
-    return x.size // n, n
-
-
-def _int_attr(node: Node, key: str, default: Any = None) -> int:
-    v = node.attrs.get(key, default)
-    if v is None:
-        raise CodegenError("attribute", value=key, limit="present", where=node.label, fix="re-export the model")
-    return int(float(np.asarray(v).reshape(-1)[0]))
 
 
 def _softmax(em: _Emitter, node: Node, ins: list) -> None:
@@ -721,12 +614,13 @@ _OPS: dict[str, Callable[[_Emitter, Node, list], None]] = {
     "TrueIntegerDiv": _true_div,
     "IntegerDiv": _integer_div,
     **{op: _alias for op in _ALIAS_OPS},
+    **NEW_OPS,
 }
 
 
 def supported_graph_ops() -> list[str]:
     """The ops :func:`emit_graph` writes C for (plus any node whose inputs are all constants: folded)."""
-    return sorted(_OPS)
+    return sorted(op for op in _OPS if op not in _FLOAT_ISLANDS)
 
 
 # ------------------------------------------------------------------------------------------------- assembly
@@ -816,7 +710,7 @@ def emit_graph(
         except PondError as err:
             raise CodegenError("node", value=str(err)[:300], limit="a node the C can emit", where=node.label) from err
     buffers, out_type, n_out = _finish(em)
-    helpers = _kernel("graph_helpers.c", **{k: k in em.helpers for k in ("asr32", "asr64", "isqrt", "shr")})
+    helpers = _kernel("graph_helpers.c", **{k: k in em.helpers for k in ("asr32", "asr64", "isqrt", "shr", "fdiv")})
     notes = [
         f"x packs the graph inputs {list(graph.input_names)} in order, each flattened in C order ({em.in_ctype})",
         f"y packs the graph outputs {list(graph.output_names)} in order, each flattened in C order ({out_type})",

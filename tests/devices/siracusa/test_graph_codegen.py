@@ -27,8 +27,20 @@ SMALL_CASES = [
     "Kernels/Integer/Hardswish/Regular_RQ",
     "Kernels/Integer/TrueIntegerDiv",
     "Models/microLlama/INT8/microLlama1",
+    # the cases of the ops added later: 1-D Conv, Pad, ReduceMean, iNoNorm, MaxPool, int8 inputs in float32
+    "Kernels/Integer/Conv/Regular_1D_RQ",
+    "Kernels/Integer/MatMul/Regular",
+    "Kernels/Integer/Pad/Regular_1D",
+    "Kernels/Integer/Pad/Regular_2D",
+    "Kernels/Integer/ReduceMean",
+    "Kernels/Integer/iNoNorm",
+    "Models/CNN_Linear1",
+    "Models/CNN_Linear2",
+    "Models/MLPerf/KeywordSpotting",
+    "Models/miniMobileNet",
 ]
-CROSS_CASES = ["Kernels/Integer/Attention", "Models/microLlama/INT8/microLlama1"]
+CROSS_CASES = ["Kernels/Integer/Attention", "Models/microLlama/INT8/microLlama1", "Models/miniMobileNet"]
+_TYPES = ((-(2**7), 2**7 - 1), (0, 2**8 - 1), (-(2**15), 2**15 - 1), (0, 2**16 - 1), (-(2**31), 2**31 - 1))
 
 _RQ8 = {"div": 16.0, "n_levels_out": 256.0, "signed": 1.0}
 
@@ -51,6 +63,13 @@ def every_op_graph() -> OpGraph:
         "Wd": rng.integers(-128, 128, (4, 1, 3, 3)),
         "W64": rng.integers(-30000, 30000, (3, 2)), "wn": rng.integers(-128, 128, 8),
         "w6": rng.integers(-128, 128, 6), "bn": rng.integers(-99, 99, 8),
+        "W1": rng.integers(-128, 128, (3, 4, 3)), "bc3": rng.integers(-99, 99, 3),
+        "ax1": np.int64([1]), "d6": rng.integers(1, 9, 6) * ([1, -1] * 3),
+        "st": np.int64([1, -1]), "en": np.int64([3, -9]), "sax": np.int64([1, 2]), "ssp": np.int64([1, -2]),
+        "gi": np.int64([[3, 0], [1, 1]]), "gs": np.int64(-1), "pp": np.int64([0, 1, 2, 0, 0, 1]), "pv": np.int64(7),
+        "pr": np.int64([0, 1, 2, 0, 1, 2]), "wnn": rng.integers(-60, 60, 8), "bnn": rng.integers(-100, 100, 8),
+        "gm": np.int64(3), "ga": np.int64(-5), "gsh": np.int64(12), "tab": rng.integers(-128, 128, 256),
+        "lut11": rng.integers(-9, 9, 11), "Wt": rng.integers(-128, 128, (4, 5)),
     }  # fmt: skip
     n = [
         _rq("rq0", "x", "r0", "m4", "a4", div=16.0),
@@ -86,9 +105,52 @@ def every_op_graph() -> OpGraph:
         Node("tdiv", "TrueIntegerDiv", ("h8",), ("tdiv",), {"Delta": 16384, "eps": 1, "eta": 200000, "y": 3}),
         Node("idiv", "IntegerDiv", ("r0", "ru"), ("idiv",), {"Delta": 64, "eps": 1, "eta": 3}),
         Node("big", "MatMul", ("w32", "W64"), ("big",)),
+        # pools (2-D and 1-D, ceil mode, count_include_pad both ways), 1-D Conv, reductions
+        Node("mp", "MaxPool", ("r4",), ("mp",), {"kernel_shape": [2, 2], "strides": [1, 2], "pads": [1, 0, 0, 1],
+                                                 "ceil_mode": 1}),
+        Node("ap", "AveragePool", ("r4",), ("ap",), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1],
+                                                     "count_include_pad": 1}),
+        Node("ap2", "AveragePool", ("r4",), ("ap2",), {"kernel_shape": [2, 3], "strides": [2, 1],
+                                                       "pads": [0, 1, 1, 0]}),
+        Node("mp1", "MaxPool", ("r0",), ("mp1",), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+        Node("c1", "Conv", ("r0", "W1", "bc3"), ("c1",), {"pads": [1, 2], "strides": [2], "dilations": [2]}),
+        Node("gap", "GlobalAveragePool", ("r4",), ("gap",)),
+        Node("gmp", "GlobalMaxPool", ("r4",), ("gmp",)),
+        Node("rsum", "ReduceSum", ("x", "ax1"), ("rsum",), {"keepdims": 0}),
+        Node("rmean", "ReduceMean", ("sub",), ("rmean",), {"axes": [0, 2]}),
+        Node("imean", "IntegerMean", ("mm",), ("imean",), {"axes": [-1], "keepdims": 1}),
+        Node("imean2", "IntegerMean", ("x",), ("imean2",), {"axes": [1], "keepdims": 0}),
+        # data movement: affine maps (strided copies) and tables
+        Node("slc", "Slice", ("x", "st", "en", "sax", "ssp"), ("slc",)),
+        Node("gth", "Gather", ("r0", "gi"), ("gth",), {"axis": 1}),
+        Node("gth2", "Gather", ("r0", "gs"), ("gth2",), {"axis": 2}),
+        Node("pad", "Pad", ("r0", "pp", "pv"), ("pad",)),
+        Node("padr", "Pad", ("x", "pr"), ("padr",), {"mode": "reflect"}),
+        # arithmetic: Div (plain and Deeploy's), Floor/Ceil/Round, Clip variants, Gemm flags
+        Node("div", "Div", ("mm", "d6"), ("div",)),
+        Node("divd", "Div", ("r0", "ru"), ("divd",), {"Delta": 64, "eps": 1, "eta": 3}),
+        Node("flo", "Floor", ("r0",), ("flo",)),
+        Node("cei", "Ceil", ("flo",), ("cei",)),
+        Node("rnd", "Round", ("cei",), ("rnd",)),
+        Node("clip2", "Clip", ("mul", "", "cmax"), ("clip2",)),
+        Node("clip3", "Clip", ("x",), ("clip3",), {"max": 50.0}),
+        Node("clip4", "Clip", ("x", "cmin"), ("clip4",)),
+        Node("gemm2", "Gemm", ("fl", "Wg", "bg"), ("gemm2",), {"transB": 1, "alpha": 2.0, "beta": -3.0}),
+        Node("gemm3", "Gemm", ("z", "Wt"), ("gemm3",), {"transA": 1}),
+        # the rest of Deeploy's dialect, and the QDQ lookup table
+        Node("nonorm", "iNoNorm", ("r0", "wnn", "bnn"), ("nonorm",), {"D": 2**8, "mul": 3, "n_levels": 256}),
+        Node("rqhs", "RequantizediHardswish", ("h8",), ("rqhs",), {"one_over_six": 42, "six": 244, "three": 122,
+                                                                   "mul": 5, "add": -7, "shift": 14}),
+        Node("rqgelu", "RequantizedGELU", ("r0", "gm", "ga", "gsh"), ("rqgelu",), {"b": -300, "one": 5000}),
+        Node("pmax", "ITAPartialMax", ("s8",), ("pmax",), {"n_levels": 256, "group_width": 2}),
+        Node("lut", "LUT", ("r0", "tab"), ("lut",), {"lo": -128}),
+        Node("zz", "Sub", ("x", "x"), ("zz",)),
+        Node("lutc", "LUT", ("zz", "lut11"), ("lutc",), {"lo": -5}),
     ]  # fmt: skip
     outs = ["mv", "relu", "clip", "sq", "cat", "gemm", "conv", "dw", "smax", "ita", "rms", "ln", "hs", "gelu",
-            "tdiv", "idiv", "big"]  # fmt: skip
+            "tdiv", "idiv", "big", "mp", "ap", "ap2", "mp1", "c1", "gap", "gmp", "rsum", "rmean", "imean", "imean2",
+            "slc", "gth", "gth2", "pad", "padr", "div", "divd", "rnd", "clip2", "clip3", "clip4", "gemm2", "gemm3",
+            "nonorm", "rqhs", "rqgelu", "pmax", "lut", "lutc"]  # fmt: skip
     return OpGraph(
         inputs=(
             TensorInfo("x", (2, 4, 8), "int8"),
@@ -166,6 +228,15 @@ def test_types_follow_the_range_analysis(every_op):
     assert flat.state_bytes == 0 and flat.scratch_bytes < flat.scratch_unshared_bytes
 
 
+def _ranges(g: OpGraph, ins) -> dict:
+    """Input ranges as Deeploy infers its types: the narrowest integer type holding each input's values."""
+    out = {}
+    for info, a in zip(g.inputs, ins):
+        lo, hi = int(np.min(a)), int(np.max(a))
+        out[info.name] = next(t for t in _TYPES if t[0] <= lo and hi <= t[1])
+    return out
+
+
 def _case(rel: str):
     folder = DATA / rel
     if not (folder / "network.onnx").exists():
@@ -177,7 +248,7 @@ def _case(rel: str):
 def test_deeploy_case_equals_golden_on_host(rel, tmp_path):
     g, ins, golden = _case(rel)
     run = GraphSim(g).run(ins, integer=True)
-    prog = emit_graph(g, record=True)
+    prog = emit_graph(g, record=True, input_ranges=_ranges(g, ins))
     y, rec = run_host(compile_host(prog, tmp_path), prog, pack_inputs(g, ins)[None, None], record=True)
     got = unpack_outputs(g, y[0, 0])
     for arr, want, sim in zip(got, golden, run.output_list()):
@@ -213,7 +284,7 @@ def test_every_op_on_rv32_equals_host(every_op, tmp_path, zig_cache):
     y_host, rec_host = run_host(exes[True], progs[True], x[:2, 0], record=True)
     assert y.tobytes() == y_host.tobytes()
     assert all(rec[k].tobytes() == v.tobytes() for k, v in rec_host.items())
-    assert np.array_equal(unpack_outputs(g, y[0])[-1], sims[0].outputs["big"])
+    assert np.array_equal(unpack_outputs(g, y[0])[list(g.output_names).index("big")], sims[0].outputs["big"])
 
 
 # ---------------------------------------------------------------------------------------------- refusals
@@ -225,9 +296,33 @@ def _tiny(op: str, attrs=None, x_dtype="int8") -> OpGraph:
 
 
 def test_op_without_c_is_named():
-    with pytest.raises(CodegenError, match="MaxPool") as err:
-        emit_graph(_tiny("MaxPool", {"kernel_shape": [2, 2], "strides": [2, 2]}))
+    with pytest.raises(CodegenError, match="Sigmoid") as err:
+        emit_graph(_tiny("Sigmoid"))
     assert "n0" in str(err.value)
+
+
+def test_float_islands_are_refused_with_the_reason():
+    attrs = {"scale_in": 0.1, "zero_in": 0, "scale_out": 1 / 256, "zero_out": -128, "lo": -128, "hi": 127}
+    for op in ("QSoftmax", "QLayerNorm"):
+        with pytest.raises(CodegenError, match=f"{op} float island.*n0|n0.*{op} float island"):
+            emit_graph(_tiny(op, attrs))
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs", "ins", "match"),
+    [
+        ("ITAPartialMax", {"n_levels": 256, "group_width": 4}, ("x",), "group_width"),
+        ("Gemm", {"alpha": 0.5}, ("x", "w"), "alpha"),
+        ("Slice", {}, ("x", "x", "x"), "constant"),
+        ("MaxPool", {"kernel_shape": [1, 1, 1]}, ("x",), "MaxPool"),
+    ],
+)
+def test_bad_new_ops_are_refused(op, attrs, ins, match):
+    shape = (1, 2, 4, 4, 1) if op == "MaxPool" else (2, 6)
+    g = OpGraph((TensorInfo("x", shape, "int8"),), (TensorInfo("y", None, "int64"),),
+                (Node("n0", op, ins, ("y",), attrs),), {"w": np.ones((6, 2))})  # fmt: skip
+    with pytest.raises(CodegenError, match=match):
+        emit_graph(g)
 
 
 def test_range_beyond_int64_is_refused():

@@ -156,3 +156,52 @@ def test_bad_flags(flag):
     for key in ("tiled", "double_buffer", "integer"):
         with pytest.raises(ConfigError):
             map_graph(mlp(), **{key: flag})
+
+
+def test_mac_tile_is_deeploys_greedy_choice():
+    """Deeploy's tiler fills batch, then rows, then outputs (a multiple of 16): rows first, not fewest tiles."""
+    row = map_graph(mlp(rows=64, k=64, o=64), l1_bytes=8_000, double_buffer=False).rows[0]
+    assert row.tile == {"b": 1, "m": 64, "o": 16} and row.n_tiles == 4
+    assert row.tile_bytes <= 8_000
+
+
+def test_empty_concat_is_an_alias():
+    """Deeploy's SkipEmptyConcatPass: a Concat with an empty operand (a prefill's KV cache) costs nothing."""
+    g = OpGraph(
+        (TensorInfo("cache", (1, 0, 4), "int8"), TensorInfo("x", (1, 8, 4), "int8")),
+        (TensorInfo("y", (1, 8, 4), "int8"),),
+        (Node("cat", "Concat", ("cache", "x"), ("y",), {"axis": 1}),),
+    )
+    row = map_graph(g).rows[0]
+    assert (row.kind, row.cycles) == ("alias", 0.0)
+
+
+def test_shape_fallback_for_op_without_kernel():
+    """An op with a cost model but no GraphSim kernel (LeakyRelu) is mapped through the shape-only fallback."""
+    g = OpGraph(
+        (TensorInfo("x", (4, 16), "int8"),),
+        (TensorInfo("y", (4, 16), "int8"),),
+        (Node("lr", "LeakyRelu", ("x",), ("y",), {"alpha": 0.1}),),
+    )
+    row = map_graph(g).rows[0]
+    assert row.shape == (4, 16) and row.kind == "eltwise" and row.cycles > 0
+
+
+def test_every_op_with_a_kernel_has_a_cost_model():
+    from pondlib.devices.siracusa.graph_map import OP_FAMILIES
+    from pondlib.devices.siracusa.kernels import KERNELS
+
+    assert {op for _, op in KERNELS} <= set(OP_FAMILIES)
+
+
+def test_a_one_dimensional_conv_maps_and_is_not_npu_eligible():
+    from pondlib.graph.opgraph import Node, OpGraph, TensorInfo
+
+    g = OpGraph(
+        (TensorInfo("x", (1, 4, 16), "int8"),),
+        (TensorInfo("y"),),
+        (Node("c", "Conv", ("x", "w"), ("y",), {"kernel_shape": [3], "pads": [1, 1]}),),
+        {"w": np.ones((8, 4, 3), np.float32)},
+    )
+    m = map_graph(g, integer=True)
+    assert m.rows[0].work == 16 * 8 * 4 * 3 and not m.rows[0].npu

@@ -10,16 +10,21 @@ LUT               ``y = table[x - lo]`` (attribute ``lo``, the smallest input in
                   input, ``hi - lo + 1`` integers). Exact: the importer fills the table with the quantized
                   result of the float op for every input level, so any elementwise function of one 8-bit
                   tensor (Gelu, Sigmoid, Tanh, Exp, Erf, Div by a constant, requantization) costs one lookup.
-QSoftmax          **float island on the cluster FPU**: ``v = float32(x - z_in) s_in``, ``p = softmax(v)`` over
-                  ``axis`` in float32 (``e^(v - max) / sum e^(v - max)``), ``y = clip(rint(p / s_out) + z_out,
-                  lo, hi)`` (ONNX QuantizeLinear: round half to even, saturation).
-QLayerNorm        **float island on the cluster FPU**: ``v`` as above, ``u = (v - mu) / sqrt(var + eps) gamma +
-                  beta`` over dims ``axis..`` (biased variance, float32), ``y`` quantized as QSoftmax's.
+QSoftmax          **float island on the cluster FPU**: ``e_i = E[max(x) - x_i]`` from the stored table
+                  ``E[k] = float32(exp(-k s_in))`` (no ``exp`` at run time), ``S = (((e_0 + e_1) + e_2) + ...)``
+                  summed left to right in float32 over ``axis``, ``p_i = e_i / S``, ``y = clip(rint(p / s_out) +
+                  z_out, lo, hi)`` (ONNX QuantizeLinear: round half to even, saturation).
+QLayerNorm        **float island on the cluster FPU**: ``v = float32(x - z_in) s_in``; over dims ``axis..`` (``D``
+                  values) ``mu = S(v) / D``, ``d = v - mu``, ``var = S(d d) / D`` (``S`` the left-to-right float32
+                  sum), ``u = ((d / sqrt(var + eps)) gamma) + beta`` (each operation rounded to float32; sqrt
+                  correctly rounded), ``y`` quantized as QSoftmax's.
 ================  ============================================================================================
 
-Attributes of the islands: ``scale_in, zero_in, scale_out, zero_out`` (floats / ints), ``lo, hi`` (the
-output type's range), ``axis``, and ``epsilon`` for QLayerNorm. Both ops refuse integer inputs outside the
-input type's range (``lo_in, hi_in``) and run only in integer mode (their inputs are quantized integers).
+Every float step of the islands is one IEEE float32 operation in a fixed order, so C compiled with
+``-ffp-contract=off`` reproduces them bit for bit. Attributes of the islands: ``scale_in, zero_in, scale_out,
+zero_out`` (floats / ints), ``lo, hi`` (the output type's range), ``axis``, and ``epsilon`` for QLayerNorm.
+Both ops refuse integer inputs outside the input type's range (``lo_in, hi_in``) and run only in integer
+mode (their inputs are quantized integers).
 
 Example:
     >>> import numpy as np
@@ -42,7 +47,7 @@ import numpy as np
 from pondlib.devices.siracusa.kernels import KernelContext, kernel
 from pondlib.errors import GraphError
 
-__all__ = ["quantize_linear", "dequantize_linear"]
+__all__ = ["quantize_linear", "dequantize_linear", "seq_sum", "exp_table"]
 
 
 def quantize_linear(v: np.ndarray, scale: Any, zero: Any, lo: int, hi: int) -> np.ndarray:
@@ -102,12 +107,33 @@ def _island_io(ins: list, attrs: Mapping[str, Any], ctx: KernelContext, op: str)
     return v, int(_attr(attrs, "lo", ctx)), int(_attr(attrs, "hi", ctx))
 
 
+def seq_sum(v: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """float32 sum over ``axes`` (moved last, C order), added strictly left to right as the C loop does
+    (numpy's own ``sum`` adds pairwise: a different rounding); keeps the reduced axes as size 1."""
+    keep = [a for a in range(v.ndim) if a not in axes]
+    moved = np.transpose(v, keep + list(axes)).astype(np.float32)
+    flat = moved.reshape(moved.shape[: len(keep)] + (-1,))
+    total = np.add.accumulate(flat, axis=-1, dtype=np.float32)[..., -1]
+    shape = [1 if a in axes else v.shape[a] for a in range(v.ndim)]
+    return total.reshape(shape)
+
+
+def exp_table(scale: Any, n: int) -> np.ndarray:
+    """``E[k] = float32(exp(-k s))`` for ``k = 0 .. n-1``: the exponentials of QSoftmax, computed once (float64,
+    rounded once) and stored, so neither the simulator nor the C evaluates ``exp``."""
+    return np.exp(-np.arange(n, dtype=np.float64) * float(np.float32(scale))).astype(np.float32)
+
+
 @kernel("QSoftmax")
 def _qsoftmax(ins: list, attrs: Mapping[str, Any], ctx: KernelContext) -> np.ndarray:
-    v, lo, hi = _island_io(ins, attrs, ctx, "QSoftmax")
-    axis = int(attrs.get("axis", -1))
-    e = np.exp(v - v.max(axis=axis, keepdims=True)).astype(np.float32)
-    p = e / e.sum(axis=axis, keepdims=True, dtype=np.float32)
+    _integer_only(ctx, "QSoftmax")
+    lo_in, hi_in = int(attrs.get("lo_in", -128)), int(attrs.get("hi_in", 127))
+    x = _in_range(ins[0], lo_in, hi_in, ctx, "QSoftmax")
+    lo, hi = int(_attr(attrs, "lo", ctx)), int(_attr(attrs, "hi", ctx))
+    axis = int(attrs.get("axis", -1)) % max(x.ndim, 1)
+    table = exp_table(_attr(attrs, "scale_in", ctx), hi_in - lo_in + 1)
+    e = table[x.max(axis=axis, keepdims=True) - x]
+    p = e / seq_sum(e, (axis,))
     return quantize_linear(p, _attr(attrs, "scale_out", ctx), _attr(attrs, "zero_out", ctx), lo, hi)
 
 
@@ -116,9 +142,10 @@ def _qlayernorm(ins: list, attrs: Mapping[str, Any], ctx: KernelContext) -> np.n
     v, lo, hi = _island_io(ins, attrs, ctx, "QLayerNorm")
     axis = int(attrs.get("axis", -1)) % max(v.ndim, 1)
     axes = tuple(range(axis, v.ndim))
-    mu = v.mean(axis=axes, keepdims=True, dtype=np.float32)
+    count = np.float32(int(np.prod([v.shape[a] for a in axes])))
+    mu = seq_sum(v, axes) / count
     d = v - mu
-    var = (d * d).mean(axis=axes, keepdims=True, dtype=np.float32)
+    var = seq_sum(d * d, axes) / count
     u = d / np.sqrt(var + np.float32(attrs.get("epsilon", 1e-5)))
     if len(ins) > 1 and ins[1] is not None:
         u = u * np.asarray(ins[1], dtype=np.float32)

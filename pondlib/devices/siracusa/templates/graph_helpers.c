@@ -30,3 +30,7 @@ static int64_t gq_isqrt(int64_t v) {
 /* v >> k of v >= 0 for any k >= 0 (0 once k reaches the width: numpy's defined result) */
 static int64_t gq_shr(int64_t v, int64_t k) { return k >= 63 ? 0 : v >> k; }
 ##end
+##if fdiv
+/* floor(a / b) of b > 0 (C's division truncates; this floors negative a without overflow) */
+static int64_t gq_fdiv64(int64_t a, int64_t b) { return a >= 0 ? a / b : -1 - (-1 - a) / b; }
+##end
