@@ -291,6 +291,11 @@ def _siracusa_models():
     for record in (False, True):
         generate(_with_shapes(every_op_graph()), "siracusa", name="g", record=record)
     generate(_tiny("Relu"), "siracusa", name="g")
+    # the float islands of QDQ graphs: softmax and layer norms with and without gamma / beta, then a softmax alone
+    from tests.devices.siracusa.test_graph_codegen import _island_attrs, island_graph
+
+    generate(island_graph(), "siracusa", name="g")
+    generate(_tiny("QSoftmax", _island_attrs(0.1, 0, -128, 127, 1 / 256, -128, -128, 127, 1)), "siracusa", name="g")
 
 
 def test_every_template_is_used_every_placeholder_filled_every_section_taken_both_ways():

@@ -25,6 +25,8 @@ every partial sum, and the C type of each is chosen from that bound:
 So no signed operation overflows (no undefined behaviour, no ``-fwrapv``); floor shifts of negative values are
 written ``-1 - ((-1 - t) >> s)``, C's ``/`` is used only where the Python rule
 truncates (``tdiv``) or both operands are nonnegative, and the square root is an exact integer ``gq_isqrt``.
+The float islands assume IEEE 754 float32 arithmetic (C11 Annex F) and convert a float to an integer only
+inside int32's range.
 Input ranges default to the declared dtype (``int8`` -> [-128, 127]; Deeploy's float32 carriers: int32);
 ``input_ranges={"name": (lo, hi)}`` narrows them (values outside are the caller's error).
 
@@ -44,17 +46,22 @@ iHardswish, iGELU, TrueIntegerDiv,
 IntegerDiv
 MaxPool, AveragePool, Global*Pool,         in :mod:`~pondlib.devices.siracusa.graph_codegen_ops` (its
 ReduceSum, ReduceMean, IntegerMean,        docstring): pools, reductions, index maps, integer Div and the
-Slice, Gather, Pad, Div, ITAPartialMax,    rest of Deeploy's dialect; QSoftmax / QLayerNorm (float islands)
-iNoNorm, RequantizediHardswish,            are refused with the reason
+Slice, Gather, Pad, Div, ITAPartialMax,    rest of Deeploy's dialect
+iNoNorm, RequantizediHardswish,
 RequantizedGELU, LUT
+QSoftmax, QLayerNorm                       the float32 islands of QDQ graphs, in
+                                           :mod:`~pondlib.devices.siracusa.graph_codegen_float` (its
+                                           docstring): the numpy kernels' IEEE float32 operations in their
+                                           order, no libm (a correctly rounded ``gq_fsqrt``), bit for bit
 =========================================  =================================================================
 
 A node whose inputs are all constants is folded at generation (its kernel runs in Python). Any other op raises
 :class:`~pondlib.errors.CodegenError` naming it and the node.
 
-**C layout.** Constants ``k<i>`` (flash, narrowest type). Tensors are C-order arrays named after the graph
-tensor (:func:`buffer_names`: ``t_<sanitized name>``). ``record=False``: the tensors are ``scratch`` buffers
-whose lifetimes (producing node .. last reader) let the arena share memory, reshapes alias their input;
+**C layout.** Constants ``k<i>`` (flash, narrowest type; the islands' tables and gamma / beta ``float``).
+Tensors are C-order arrays named after the graph tensor (:func:`buffer_names`: ``t_<sanitized name>``).
+``record=False``: the tensors are ``scratch`` buffers whose lifetimes (producing node .. last reader) let the
+arena share memory, reshapes alias their input;
 ``record=True``: every node output is a ``state`` buffer (reshapes copy), so that
 :func:`~pondlib.codegen.toolchain.run_host` returns each one for comparison with ``GraphRun.tensors``.
 
@@ -82,6 +89,8 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
+from pondlib.devices.siracusa.graph_codegen_float import ISLANDS, island_helpers, island_inputs
+from pondlib.devices.siracusa.graph_codegen_float import OPS as ISLAND_OPS
 from pondlib.devices.siracusa.graph_codegen_ops import (
     _I32,
     _I64,
@@ -121,7 +130,6 @@ _DTYPE_RANGES = {
     "int64": _I64,
     "bool": (0, 1),
 }
-_FLOAT_ISLANDS = ("QSoftmax", "QLayerNorm")  # registered only to be refused with the reason
 _ALIAS_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Floor", "Ceil", "Round")
 
 
@@ -615,12 +623,13 @@ _OPS: dict[str, Callable[[_Emitter, Node, list], None]] = {
     "IntegerDiv": _integer_div,
     **{op: _alias for op in _ALIAS_OPS},
     **NEW_OPS,
+    **ISLAND_OPS,
 }
 
 
 def supported_graph_ops() -> list[str]:
     """The ops :func:`emit_graph` writes C for (plus any node whose inputs are all constants: folded)."""
-    return sorted(op for op in _OPS if op not in _FLOAT_ISLANDS)
+    return sorted(_OPS)
 
 
 # ------------------------------------------------------------------------------------------------- assembly
@@ -639,7 +648,12 @@ def _fold(em: _Emitter, node: Node, ins: list) -> None:
 
 
 def _node(em: _Emitter, node: Node) -> None:
-    ins = [em.get(t) for t in node.inputs]
+    if node.op in ISLANDS:  # float gamma / beta: float32 constants, not integer tensors
+        ins = island_inputs(em, node)
+        if ins[0] is not None and ins[0].value is None:
+            em.helpers.add("fquant" if node.op == "QSoftmax" else "fnorm")
+    else:
+        ins = [em.get(t) for t in node.inputs]
     if all(t is None or t.value is not None for t in ins) and any(t is not None for t in ins):
         _fold(em, node, ins)
         return
@@ -711,6 +725,8 @@ def emit_graph(
             raise CodegenError("node", value=str(err)[:300], limit="a node the C can emit", where=node.label) from err
     buffers, out_type, n_out = _finish(em)
     helpers = _kernel("graph_helpers.c", **{k: k in em.helpers for k in ("asr32", "asr64", "isqrt", "shr", "fdiv")})
+    if em.helpers & {"fquant", "fnorm"}:
+        helpers += "\n" + island_helpers("fnorm" in em.helpers)
     notes = [
         f"x packs the graph inputs {list(graph.input_names)} in order, each flattened in C order ({em.in_ctype})",
         f"y packs the graph outputs {list(graph.output_names)} in order, each flattened in C order ({out_type})",

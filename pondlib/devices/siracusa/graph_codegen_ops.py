@@ -17,8 +17,8 @@ LUT                                        ``table[x - lo]`` (QDQ graphs), the i
                                            range analysis cannot prove it inside the table
 =========================================  =================================================================
 
-QSoftmax and QLayerNorm stay refused: they are float32 islands whose bit-exactness in C (evaluation order, no
-contraction, ``rintf`` rounding mode, correctly rounded ``sqrtf``) is not proven here against the numpy kernel.
+The float32 islands of QDQ graphs, QSoftmax and QLayerNorm, are in
+:mod:`~pondlib.devices.siracusa.graph_codegen_float`.
 """
 
 from __future__ import annotations
@@ -461,14 +461,6 @@ def _lut(em: Any, node: Node, ins: list) -> None:
     _map(em, node, dst, [x], make)
 
 
-def island(em: Any, node: Node, ins: list) -> None:
-    """QSoftmax / QLayerNorm: refused (module docstring)."""
-    raise CodegenError(
-        f"{node.op} float island", value=node.op, limit="integer ops (bit-exactness of its float32 C unproven)",
-        where=node.label, fix="run this graph with GraphSim, or replace the op with a LUT / Deeploy integer ops",
-    )  # fmt: skip
-
-
 NEW_OPS: Mapping[str, Any] = {
     "MaxPool": _pool,
     "AveragePool": _pool,
@@ -487,6 +479,4 @@ NEW_OPS: Mapping[str, Any] = {
     "RequantizediGELU": _rq_act,
     "ITAPartialMax": _partial_max,
     "LUT": _lut,
-    "QSoftmax": island,
-    "QLayerNorm": island,
 }

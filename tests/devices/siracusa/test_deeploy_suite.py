@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from pondlib.devices.siracusa.graphsim import integer_inputs
@@ -78,3 +80,19 @@ def test_float_comparison_tolerates_rounding_but_not_errors():
     assert compare([want[0] * (1 + 1e-6)], want, integer=False)[0]
     assert not compare([want[0] + np.float32([0, 1])], want, integer=False)[0]
     assert not compare([np.array([1.0])], want, integer=False)[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.binary(max_size=64))
+def test_a_corrupted_network_is_refused_not_raised(tmp_path_factory, data):
+    folder = tmp_path_factory.mktemp("bad")
+    (folder / "network.onnx").write_bytes(data)
+    np.savez(folder / "inputs.npz", input_0=np.zeros(2))
+    np.savez(folder / "outputs.npz", output_0=np.zeros(2))
+    res = run_case(folder, "siracusa")
+    assert res.status == "refused" and res.detail
+
+
+def test_a_missing_case_folder_is_refused(tmp_path):
+    res = run_case(tmp_path / "nowhere", "siracusa")
+    assert res.status == "refused" and "network" in res.detail

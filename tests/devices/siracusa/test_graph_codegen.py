@@ -172,7 +172,7 @@ def _with_shapes(g: OpGraph) -> OpGraph:
 
 
 def _samples(g: OpGraph, rng, count: int) -> list[list[np.ndarray]]:
-    lims = {"int8": (-128, 128), "int32": (-(2**31), 2**31)}
+    lims = {"int8": (-128, 128), "uint8": (0, 256), "int32": (-(2**31), 2**31)}
     return [[rng.integers(*lims[i.dtype], i.shape) for i in g.inputs] for _ in range(count)]
 
 
@@ -301,11 +301,28 @@ def test_op_without_c_is_named():
     assert "n0" in str(err.value)
 
 
-def test_float_islands_are_refused_with_the_reason():
-    attrs = {"scale_in": 0.1, "zero_in": 0, "scale_out": 1 / 256, "zero_out": -128, "lo": -128, "hi": 127}
-    for op in ("QSoftmax", "QLayerNorm"):
-        with pytest.raises(CodegenError, match=f"{op} float island.*n0|n0.*{op} float island"):
-            emit_graph(_tiny(op, attrs))
+def _island_attrs(si, zi, lo_in, hi_in, so, zo, lo, hi, axis, **more):
+    return {"scale_in": si, "zero_in": zi, "lo_in": lo_in, "hi_in": hi_in, "scale_out": so, "zero_out": zo,
+            "lo": lo, "hi": hi, "axis": axis, **more}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("attrs", "match"),
+    [
+        ({"scale_out": 0.0}, "quantization"),
+        ({"hi": 2**30}, "quantization"),
+        ({"lo_in": 0, "hi_in": 2**20}, "input type"),
+        ({"scale_in": -1.0}, "scale_in"),
+    ],
+)
+def test_float_islands_are_refused_where_the_c_cannot_be_exact(attrs, match):
+    base = _island_attrs(0.1, 0, -128, 127, 1 / 256, -128, -128, 127, -1)
+    with pytest.raises(CodegenError, match=match):
+        emit_graph(_tiny("QSoftmax", {**base, **attrs}))
+    g = OpGraph((TensorInfo("x", (2, 4), "int8"),), (TensorInfo("y", (2, 4), "int64"),),
+                (Node("r", "Relu", ("x",), ("g",)), Node("n0", "QLayerNorm", ("x", "g"), ("y",), base)))  # fmt: skip
+    with pytest.raises(CodegenError, match="gamma.*constant|constant.*gamma"):
+        emit_graph(g)
 
 
 @pytest.mark.parametrize(
@@ -350,3 +367,174 @@ def test_bad_graphs_and_flags_are_refused(value):
         emit_graph(value)
     with pytest.raises(CodegenError):
         emit_graph(_tiny("Relu"), record=value)
+
+
+# ------------------------------------------------------------------------------------ float islands (QDQ)
+def island_graph() -> OpGraph:
+    """QSoftmax (last axis, a middle axis, axis 0; int8 / uint8 in and out) and QLayerNorm (gamma and beta, gamma
+    of the whole tensor, none; one axis and two), with their shapes; epsilon 0 makes a row of equal values
+    divide zero by zero (NaN, quantized to the zero point)."""
+    rng = np.random.default_rng(11)
+    a = _island_attrs
+    n = [
+        Node("sm", "QSoftmax", ("x",), ("sm",), a(0.07, 3, -128, 127, 1 / 256, -128, -128, 127, -1)),
+        Node("sm1", "QSoftmax", ("x",), ("sm1",), a(0.5, 3, -128, 127, 1 / 255, 0, 0, 255, 1)),
+        Node("smu", "QSoftmax", ("u",), ("smu",), a(0.02, 128, 0, 255, 0.003, 5, 0, 255, 0)),
+        Node("smr", "Relu", ("x",), ("xr",)),  # inputs in [0, 127]: the table index needs no clamp
+        Node("sm2", "QSoftmax", ("xr",), ("sm2",), a(2.0**-4, 0, -128, 127, 2.0**-7, -64, -128, 127, 2)),
+        Node("ln", "QLayerNorm", ("x", "g", "b"), ("ln",), a(0.05, 2, -128, 127, 0.03, 1, -128, 127, -1,
+                                                          epsilon=1e-5)),
+        Node("ln2", "QLayerNorm", ("u",), ("ln2",), a(0.01, 128, 0, 255, 0.02, 128, 0, 255, 1, epsilon=1e-6)),
+        Node("ln3", "QLayerNorm", ("x", "g3", ""), ("ln3",), a(0.05, -3, -128, 127, 0.01, 0, 0, 255, 1,
+                                                             epsilon=0.0)),
+        Node("ln4", "QLayerNorm", ("x", "", "b"), ("ln4",), a(3e3, 0, -128, 127, 1e-3, -7, -128, 127, -1)),
+        # tiny scales, epsilon 0: d d underflows, var = 0 and d / 0 = +-inf (saturated) or a subnormal variance
+        Node("ln5", "QLayerNorm", ("x", "g4"), ("ln5",), a(1e-25, 0, -128, 127, 0.01, -100, -128, 127, -1,
+                                                           epsilon=0.0)),
+        Node("ln6", "QLayerNorm", ("u",), ("ln6",), a(1e-21, 7, 0, 255, 0.05, 30, 0, 255, 0, epsilon=0.0)),
+    ]  # fmt: skip
+    c = {
+        "g": rng.normal(size=8).astype(np.float32), "b": rng.normal(size=8).astype(np.float32),
+        "g3": np.concatenate([np.ones((1, 8)), rng.normal(size=(3, 8))]).astype(np.float32),
+        "g4": rng.normal(size=(2, 1, 8)).astype(np.float32),  # differs between rows: the whole tensor in flash
+    }  # fmt: skip
+    outs = ["sm", "sm1", "smu", "sm2", "ln", "ln2", "ln3", "ln4", "ln5", "ln6"]
+    g = OpGraph((TensorInfo("x", (2, 4, 8), "int8"), TensorInfo("u", (3, 5), "uint8")),
+                tuple(TensorInfo(o, None, "int64") for o in outs), tuple(n), c, name="islands")  # fmt: skip
+    return _with_shapes(g)
+
+
+def _island_samples(count: int, seed: int) -> list[list[np.ndarray]]:
+    """Random inputs with the extremes: all lo, all hi, one value everywhere, only lo and hi, near-equal rows."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        k = i % 8
+        if k < 2:
+            x, u = np.full((2, 4, 8), (-128, 127)[k]), np.full((3, 5), (0, 255)[k])
+        elif k == 2:
+            x, u = np.full((2, 4, 8), rng.integers(-128, 128)), np.full((3, 5), rng.integers(0, 256))
+        elif k == 3:
+            x, u = rng.choice([-128, 127], (2, 4, 8)), rng.choice([0, 255], (3, 5))
+        elif k == 4:
+            x, u = rng.integers(-2, 3, (2, 4, 8)), rng.integers(126, 131, (3, 5))
+        else:
+            x, u = rng.integers(-128, 128, (2, 4, 8)), rng.integers(0, 256, (3, 5))
+        out.append([x, u])
+    return out
+
+
+@pytest.fixture(scope="module")
+def islands(tmp_path_factory):
+    """The island graph emitted (recording), compiled once, and 400 inputs."""
+    g = island_graph()
+    prog = emit_graph(g, name="islands", record=True)
+    return g, prog, compile_host(prog, tmp_path_factory.mktemp("islands")), _island_samples(400, 5)
+
+
+def test_float_islands_equal_graphsim_bit_for_bit(islands):
+    g, prog, exe, samples = islands
+    x = np.stack([pack_inputs(g, s) for s in samples])[:, None, :]
+    y, _ = run_host(exe, prog, x)
+    sim = GraphSim(g)
+    equal = 0
+    with np.errstate(all="ignore"):
+        for b, s in enumerate(samples):
+            want = sim.run(s, integer=True).outputs
+            got = unpack_outputs(g, y[b, 0])
+            equal += sum(np.array_equal(arr, want[name]) for name, arr in zip(g.output_names, got))
+    assert equal == len(samples) * len(g.outputs)
+    src = prog.sources["islands.c"]
+    assert "gq_fsqrt" in src and "sqrtf" not in src and "<math.h>" not in src  # no libm
+    types = {s.name: s.ctype for s in prog.io.states}
+    names = buffer_names(g)
+    assert types[names["sm"]] == "int8_t" and types[names["sm1"]] == "uint8_t" and types[names["ln2"]] == "uint8_t"
+
+
+def test_float_islands_edge_rows(islands):
+    """All lo / all hi / one value: softmax is uniform, a layer norm of equal values is beta (or z_out)."""
+    g, prog, exe, _ = islands
+    names = list(g.output_names)
+    for x, u in ((np.full((2, 4, 8), -128), np.zeros((3, 5))), (np.full((2, 4, 8), 127), np.full((3, 5), 255))):
+        y, _ = run_host(exe, prog, pack_inputs(g, [x, u])[None, None])
+        out = dict(zip(names, unpack_outputs(g, y[0, 0])))
+        assert np.all(out["sm"] == out["sm"].reshape(-1)[0])  # 1/8 of 256 levels: -128 + 32
+        assert out["sm"].reshape(-1)[0] == -96
+        assert np.all(out["ln2"] == 128) and np.all(out["ln3"] == 0)  # d = 0: 0 / sqrt(eps); 0 / 0 = NaN -> 0
+
+
+def test_softmax_table_index_is_clamped_where_the_range_exceeds_the_type():
+    attrs = _island_attrs(0.1, 0, -8, 7, 1 / 256, -128, -128, 127, -1)
+    assert "(k > 15 ? 15 : k)" in emit_graph(_tiny("QSoftmax", attrs)).sources["net.c"]  # int8 x, 16-level table
+    attrs = _island_attrs(0.1, 0, -128, 127, 1 / 256, -128, -128, 127, -1)
+    assert "(k > " not in emit_graph(_tiny("QSoftmax", attrs)).sources["net.c"]
+
+
+def _helper_harness() -> str:
+    """C that runs the islands' helpers on float32 bit patterns: sqrt, quantize (s = 1), d / +0."""
+    return (
+        "(void)a;\nfor (int32_t i = 0; i < 4096; ++i) {\n"
+        "    union { int32_t i; float f; } a, r;\n"
+        "    a.i = x[i];\n"
+        "    r.f = gq_fsqrt(a.f);\n"
+        "    y[3 * i] = r.i;\n"
+        "    y[3 * i + 1] = gq_fquant(a.f, 1.0f, 3, -536870911, 536870911);\n"
+        "    r.f = gq_fdiv0(a.f, i % 2 ? -0.0f : 0.0f);\n"
+        "    y[3 * i + 2] = r.i;\n"
+        "}"
+    )
+
+
+def test_fsqrt_is_correctly_rounded_and_quantize_rounds_half_to_even(tmp_path):
+    from pondlib.cprogram.program import build_program
+    from pondlib.devices.siracusa.graph_codegen_float import island_helpers
+    from pondlib.devices.siracusa.kernels.qdq_ops import quantize_linear
+
+    rng = np.random.default_rng(3)
+    special = np.float32([0, -0.0, np.inf, -np.inf, np.nan, 1, 2, 4, 0.5, 1e-45, 1e-38, 3.4e38, -1, -1e-45,
+                          0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2**23 - 0.5, 2**23 + 1, 2**30, -(2**30), 2**29 + 64,
+                          8388607.5, -8388607.5, 4194303.5])  # fmt: skip
+    squares = np.float32(np.arange(1, 4000, dtype=np.float64) ** 2)
+    near = np.concatenate([np.nextafter(squares, np.float32(np.inf)), np.nextafter(squares, np.float32(0))])
+    bits = [
+        special.view(np.int32), squares.view(np.int32), near.view(np.int32),
+        rng.integers(-(2**31), 2**31, 40000, dtype=np.int64).astype(np.int32),  # every class of float32
+        rng.integers(0, 2**23, 4000, dtype=np.int64).astype(np.int32),  # subnormals
+        (np.float32(rng.integers(-(2**24), 2**24, 4000)) / np.float32(2)).view(np.int32),  # halves: ties
+    ]  # fmt: skip
+    v = np.concatenate(bits)
+    v = np.concatenate([v, np.zeros(-v.size % 4096, dtype=np.int32)]).reshape(-1, 1, 4096)
+    prog = build_program(
+        "helpers", "siracusa", constants=[], buffers=[], step_body=_helper_harness(), n_in=4096, in_ctype="int32_t",
+        n_out=3 * 4096, out_ctype="int32_t", helpers=island_helpers(True),
+    )  # fmt: skip
+    y, _ = run_host(compile_host(prog, tmp_path), prog, v)
+    f = v.reshape(-1).view(np.float32)
+    got = y.reshape(-1, 3)
+    with np.errstate(all="ignore"):
+        want_sqrt = np.sqrt(f)
+        want_q = quantize_linear(f, 1.0, 3, -536870911, 536870911)
+        zero = np.where(np.arange(f.size) % 4096 % 2 == 1, np.float32(-0.0), np.float32(0.0))
+        want_div = f / zero
+    got_sqrt, got_div = got[:, 0].astype(np.int32).view(np.float32), got[:, 2].astype(np.int32).view(np.float32)
+    for g_, w in ((got_sqrt, want_sqrt), (got_div, want_div)):
+        nan = np.isnan(w)
+        assert np.array_equal(np.isnan(g_), nan)
+        assert np.array_equal(g_[~nan].view(np.int32), w[~nan].view(np.int32))
+    assert np.array_equal(got[:, 1], want_q)
+    assert f.size > 60000 and np.isnan(want_sqrt).sum() > 1000  # negatives and NaNs were in the sweep
+
+
+@pytest.mark.slow
+def test_float_islands_on_rv32_equal_host_and_graphsim(islands, tmp_path, zig_cache):
+    g, prog, exe, samples = islands
+    x = np.stack([pack_inputs(g, s) for s in samples[:16]])[:, None, :]  # every kind of input twice
+    build = build_cross(prog, "rv32", tmp_path, cache_dir=zig_cache)
+    y, rec, _ = run_cross(build, x[:, 0], record=True)
+    y_host, rec_host = run_host(exe, prog, x[:, 0], record=True)
+    assert y.tobytes() == y_host.tobytes()
+    assert all(rec[k].tobytes() == v.tobytes() for k, v in rec_host.items())
+    with np.errstate(all="ignore"):
+        for b, s in enumerate(samples[:16]):
+            want = GraphSim(g).run(s, integer=True).outputs
+            assert all(np.array_equal(a, want[n]) for n, a in zip(g.output_names, unpack_outputs(g, y[b])))

@@ -139,3 +139,20 @@ def test_integer_inputs_outside_their_declared_type_are_refused():
     with pytest.raises(SimulationError, match="int8") as err:
         GraphSim(_linear()).run(np.array([[300, 0, 0, 0], [0, 0, 0, 0]]))
     assert "300" in str(err.value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 5), min_size=0, max_size=3),
+    st.sampled_from(["int64", "int8", "float32", "float64", "bool", "complex64"]),
+    st.sampled_from([None, True, False]),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+def test_arbitrary_inputs_run_or_fail_with_a_pondlib_error(shape, dtype, integer, fill):
+    g = _linear()
+    x = np.full(shape, fill if dtype.startswith(("float", "complex")) else 1).astype(dtype)
+    try:
+        run = GraphSim(g).run(x, integer=integer)
+    except (SimulationError, GraphError):
+        return
+    assert tuple(shape) == (2, 4) and run.outputs["y"].shape == (2, 3)

@@ -2,7 +2,8 @@ r"""The extra ops of ORT QDQ graphs run as integer graphs (:func:`~pondlib.devic
 
 Quantized tensors hold the integers ``q`` of ONNX's linear quantization ``x = (q - z) s``: scale ``s > 0``,
 zero point ``z`` inside the integer type's range ``[lo, hi]`` (``[-128, 127]`` for int8, ``[0, 255]`` for
-uint8). ONNX's QuantizeLinear is ``q = clip(rint(x / s) + z, lo, hi)`` with ``rint`` rounding half to even;
+uint8). ONNX's QuantizeLinear is ``q = clip(rint(x / s) + z, lo, hi)`` with ``rint`` rounding half to even
+(``x / s`` in float32; an infinite quotient saturates, a NaN counts as 0);
 DequantizeLinear is ``x = float32(q - z) * s`` in float32.
 
 ================  ============================================================================================
@@ -21,7 +22,8 @@ QLayerNorm        **float island on the cluster FPU**: ``v = float32(x - z_in) s
 ================  ============================================================================================
 
 Every float step of the islands is one IEEE float32 operation in a fixed order, so C compiled with
-``-ffp-contract=off`` reproduces them bit for bit. Attributes of the islands: ``scale_in, zero_in, scale_out,
+``-ffp-contract=off`` reproduces them bit for bit (:mod:`~pondlib.devices.siracusa.graph_codegen_float` writes
+that C, without libm, for the host and RV32). Attributes of the islands: ``scale_in, zero_in, scale_out,
 zero_out`` (floats / ints), ``lo, hi`` (the output type's range), ``axis``, and ``epsilon`` for QLayerNorm.
 Both ops refuse integer inputs outside the input type's range (``lo_in, hi_in``) and run only in integer
 mode (their inputs are quantized integers).
@@ -51,10 +53,11 @@ __all__ = ["quantize_linear", "dequantize_linear", "seq_sum", "exp_table"]
 
 
 def quantize_linear(v: np.ndarray, scale: Any, zero: Any, lo: int, hi: int) -> np.ndarray:
-    """ONNX QuantizeLinear in float32: ``clip(rint(v / s) + z, lo, hi)`` (round half to even), as int64."""
+    """ONNX QuantizeLinear in float32: ``clip(rint(v / s) + z, lo, hi)`` (round half to even), as int64; an
+    infinite ``v / s`` saturates (to ``hi`` or ``lo``, whatever ``z``), a NaN counts as 0 (``z`` clipped)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         r = np.rint(np.asarray(v, dtype=np.float32) / np.float32(scale)).astype(np.float64)
-    r = np.nan_to_num(r, nan=0.0, posinf=hi, neginf=lo)
+    r = np.where(np.isnan(r), 0.0, r)  # +-inf stay: clip saturates them after the zero point is added
     return np.clip(r + float(zero), lo, hi).astype(np.int64)
 
 
