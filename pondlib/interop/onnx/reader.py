@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -37,7 +36,6 @@ import numpy as np
 
 from pondlib.errors import ONNXError
 from pondlib.interop.onnx.layers import FloatLayer, FloatModel
-from pondlib.validate import check_readable_file
 
 __all__ = ["MIN_OPSET", "FLOAT_OPS", "QDQ_OPS", "read_model", "load_onnx", "Graph"]
 
@@ -63,32 +61,14 @@ def read_model(path_or_model: Any) -> Any:
             no default-domain opset or one below :data:`MIN_OPSET`.
     """
     import onnx
-    from google.protobuf.message import DecodeError
 
-    where = "load_onnx"
-    if isinstance(path_or_model, onnx.ModelProto):
-        model, where = path_or_model, "model"
-    else:
-        if isinstance(path_or_model, (bytes, bytearray)):
-            data, where = bytes(path_or_model), "bytes"
-        else:
-            path = check_readable_file(path_or_model, "ONNX file", error=ONNXError, suffix=".onnx")
-            data, where = path.read_bytes(), os.fspath(path)
-        model = onnx.ModelProto()
-        try:
-            model.ParseFromString(data)
-        except (DecodeError, ValueError, RuntimeError) as err:
-            raise ONNXError(
-                "not an ONNX model",
-                value=f"{len(data)} bytes that do not parse ({type(err).__name__})",
-                limit="a serialized onnx.ModelProto",
-                where=where,
-                fix="pass an .onnx file written by onnx.save or a framework exporter (is it truncated?)",
-            ) from None
-    if not model.graph.node or not model.opset_import:
+    from pondlib.interop.onnx.opgraph import parse_model
+
+    model, where = parse_model(path_or_model)
+    if not model.opset_import:
         raise ONNXError(
             "not an ONNX model",
-            value=f"{len(model.graph.node)} nodes, {len(model.opset_import)} opset imports",
+            value=f"{len(model.graph.node)} nodes, no opset imports",
             limit="a graph with nodes and a default-domain opset",
             where=where,
             fix="pass a complete .onnx file (truncated or not ONNX at all?)",
