@@ -14,8 +14,13 @@ driver that this module generates: the input buffer ``pond_x``, the output buffe
 ``pond_arena`` and the two entry points ``pond_reset()`` / ``pond_step()``, plus the ``memset`` /
 ``memcpy`` the generated C calls (a freestanding build has no C library: this module ships a minimal
 ``<string.h>`` too). A generated linker script places ``.text`` and ``.rodata`` in flash at
-:data:`FLASH_BASE` and ``.data`` / ``.bss`` in RAM at :data:`RAM_BASE`. Float code is compiled with
-``-ffp-contract=off`` like on the host, so no fused multiply-add changes a rounding.
+:data:`FLASH_BASE`, ``.data`` / ``.bss`` in RAM at :data:`RAM_BASE` (L2 on a cluster) and the ``.l1``
+section (buffers declared ``POND_L1`` by the cluster runtime, :mod:`pondlib.cprogram.cluster`) at
+:data:`~pondlib.cprogram.cluster.L1_BASE`, at most ``l1_bytes`` (default :data:`L1_BYTES`): a larger
+``.l1`` is refused at link time. Every cross build defines ``POND_FREESTANDING`` (the cluster runtime's
+memory-mapped registers; no effect on other programs). Float code is compiled with ``-ffp-contract=off``
+like on the host, so no fused multiply-add changes a rounding. Multi-core builds and their emulation are
+:mod:`pondlib.codegen.cluster`.
 
 :func:`run_cross` loads the ELF's sections into the emulator (``pyelftools``), writes each step's input into
 ``pond_x``, calls ``pond_reset`` once per sample and ``pond_step`` once per step (PC, LR/ra and SP set
@@ -43,6 +48,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -51,15 +57,17 @@ from typing import Any
 
 import numpy as np
 
+from pondlib.cprogram.cluster import L1_BASE, MMIO_BASE
 from pondlib.cprogram.program import Program
 from pondlib.cprogram.templating import render
 from pondlib.errors import CodegenError
-from pondlib.validate import as_array
+from pondlib.validate import as_array, check_int
 
 __all__ = [
     "TARGETS",
     "FLASH_BASE",
     "RAM_BASE",
+    "L1_BYTES",
     "CrossTarget",
     "CrossBuild",
     "build_cross",
@@ -72,6 +80,8 @@ FLASH_BASE = 0x0001_0000
 RAM_BASE = 0x2000_0000
 #: Stack size (bytes) above .bss.
 STACK_BYTES = 256 * 1024
+#: The default L1 limit of a cross build (bytes of ``.l1``): a PULP cluster's L1 (TCDM) is 256 KiB.
+L1_BYTES = 256 * 1024
 #: The address calls return to: emulation stops there (its own mapped page, never executed).
 _RETURN_STUB = 0x0000_1000
 
@@ -108,23 +118,31 @@ CROSS_FLAGS = (
     "-Wextra",
     "-Werror",
     "-g0",
+    "-DPOND_FREESTANDING",
 )
 
 _PACKAGE = __package__  # the driver, <string.h> and linker script templates live in pondlib/codegen/templates/
 
 
-def freestanding_sources(program: Program) -> dict[str, str]:
+def _check_l1(l1_bytes: Any) -> int:
+    return check_int(l1_bytes, "l1_bytes", lo=1, hi=MMIO_BASE - L1_BASE, where="cross build", error=CodegenError,
+                     fix=f"pass the L1 size in bytes (a PULP cluster: {L1_BYTES})")  # fmt: skip
+
+
+def freestanding_sources(program: Program, *, l1_bytes: int = L1_BYTES) -> dict[str, str]:
     """The files a cross build adds to ``program``'s sources (path relative to the build directory -> text):
     the driver ``pond_driver.c``, the minimal ``pond_cross_include/string.h`` and the linker script
-    ``pond_link.ld`` (flash at :data:`FLASH_BASE`, RAM at :data:`RAM_BASE`)."""
+    ``pond_link.ld`` (flash at :data:`FLASH_BASE`, RAM at :data:`RAM_BASE`, ``.l1`` at ``L1_BASE``, at
+    most ``l1_bytes``)."""
     if not isinstance(program, Program):
         raise CodegenError("program", value=type(program).__name__, limit="a pondlib.codegen Program")
+    l1_bytes = _check_l1(l1_bytes)
     net = {"net": program.name}
+    addresses = {"flash_base": hex(FLASH_BASE), "ram_base": hex(RAM_BASE), "l1_base": hex(L1_BASE)}
     return {
         "pond_cross_include/string.h": render(_PACKAGE, "cross_string.h") + "\n",
         "pond_driver.c": render(_PACKAGE, "cross_driver.c", **net, upper=program.name.upper()) + "\n",
-        "pond_link.ld": render(_PACKAGE, "cross_link.tmpl", **net, flash_base=hex(FLASH_BASE), ram_base=hex(RAM_BASE))
-        + "\n",
+        "pond_link.ld": render(_PACKAGE, "cross_link.tmpl", **net, **addresses, l1_bytes=l1_bytes) + "\n",
     }
 
 
@@ -139,6 +157,8 @@ class CrossBuild:
         sections: allocated section name -> (address, size in bytes).
         flash_bytes: code and read-only data (.text, .rodata, ...) as linked.
         ram_bytes: .data + .bss as linked (the arena, the I/O buffers of the driver), without the stack.
+        l1_bytes: ``.l1`` as linked (the ``POND_L1`` buffers of a cluster program; 0 without).
+        l1_limit: the L1 size the build was linked for (``.l1`` never exceeds it).
     """
 
     program: Program
@@ -147,6 +167,8 @@ class CrossBuild:
     sections: dict[str, tuple[int, int]] = field(default_factory=dict)
     flash_bytes: int = 0
     ram_bytes: int = 0
+    l1_bytes: int = 0
+    l1_limit: int = L1_BYTES
 
 
 def _zig() -> list[str]:
@@ -162,7 +184,13 @@ def _get_target(target: Any) -> CrossTarget:
 
 
 def build_cross(
-    program: Program, target: str, directory: str | Path, *, cache_dir: str | Path | None = None
+    program: Program,
+    target: str,
+    directory: str | Path,
+    *,
+    cache_dir: str | Path | None = None,
+    l1_bytes: int = L1_BYTES,
+    extra_flags: tuple[str, ...] = (),
 ) -> CrossBuild:
     """Write ``program`` and the driver into ``directory`` and build an ELF for ``target`` (see :data:`TARGETS`).
 
@@ -171,15 +199,21 @@ def build_cross(
         target: ``"cortex-m4"`` or ``"rv32"``.
         directory: where the sources, the linker script and the ELF go (created if missing).
         cache_dir: zig's global cache (default ``$ZIG_GLOBAL_CACHE_DIR`` or zig's own).
+        l1_bytes: the L1 size: a ``.l1`` section (``POND_L1`` buffers) larger than this is refused.
+        extra_flags: more compiler flags (``-DPOND_NUM_CORES=8``).
 
     Raises:
-        CodegenError: an unknown target, a failed compile (the compiler's message included), no zig.
+        CodegenError: an unknown target, a failed compile (the compiler's message included), no zig, a
+            ``.l1`` section over ``l1_bytes`` (its size, the limit and the fix named).
     """
     if not isinstance(program, Program):
         raise CodegenError("program", value=type(program).__name__, limit="a pondlib.codegen Program")
     tgt = _get_target(target)
+    l1_bytes = _check_l1(l1_bytes)
+    if isinstance(extra_flags, str) or not all(isinstance(f, str) for f in extra_flags):
+        raise CodegenError("extra_flags", value=extra_flags, limit="a tuple of compiler flags (str)")
     out = program.write(directory).resolve()
-    for relative, text in freestanding_sources(program).items():
+    for relative, text in freestanding_sources(program, l1_bytes=l1_bytes).items():
         (out / relative).parent.mkdir(exist_ok=True)
         (out / relative).write_text(text)
     inc, driver, script = out / "pond_cross_include", out / "pond_driver.c", out / "pond_link.ld"
@@ -191,6 +225,7 @@ def build_cross(
         tgt.triple,
         f"-mcpu={tgt.mcpu}",
         *CROSS_FLAGS,
+        *extra_flags,
         "-I",
         str(inc),
         "-I",
@@ -205,25 +240,55 @@ def build_cross(
     env = dict(os.environ)
     if cache_dir is not None:
         env["ZIG_GLOBAL_CACHE_DIR"] = str(cache_dir)
+    _compile(cmd, out, env, program.name, tgt.name, l1_bytes)
+    sections = _sections(elf)
+    flash = sum(size for addr, size in sections.values() if addr < L1_BASE)
+    l1 = sum(size for addr, size in sections.values() if L1_BASE <= addr < RAM_BASE)
+    ram = sum(size for addr, size in sections.values() if addr >= RAM_BASE)
+    if l1 > l1_bytes:  # the linker script refuses this already: a second line of defence
+        raise _l1_error(program.name, l1, l1_bytes)
+    return CrossBuild(
+        program=program,
+        target=tgt,
+        elf=elf,
+        sections=sections,
+        flash_bytes=flash,
+        ram_bytes=ram,
+        l1_bytes=l1,
+        l1_limit=l1_bytes,
+    )
+
+
+def _l1_error(name: str, need: int, limit: int) -> CodegenError:
+    return CodegenError(
+        f"the POND_L1 buffers of {name!r} (section .l1) do not fit in L1",
+        value=f"{need} bytes",
+        limit=f"at most l1_bytes = {limit} bytes",
+        fix="tile the operands into smaller L1 buffers, or pass a larger l1_bytes if the chip has it",
+    )
+
+
+def _compile(cmd: list[str], out: Path, env: dict[str, str], name: str, target: str, l1_bytes: int) -> None:
+    """Run the cross compiler; its failures as CodegenErrors (an L1 overflow with its size)."""
     try:
         proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=900, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CodegenError("cross compiler failed to run", value=" ".join(cmd), fix=str(exc)) from exc
-    if proc.returncode != 0:
-        message = (proc.stderr or proc.stdout).strip()
-        if "No module named ziglang" in message:
-            raise CodegenError(
-                "cross compiler", value="ziglang not installed", fix="pip install ziglang (pondlib[test] has it)"
-            )
+    if proc.returncode == 0:
+        return
+    message = (proc.stderr or proc.stdout).strip()
+    if "No module named ziglang" in message:
         raise CodegenError(
-            f"the generated C of {program.name!r} does not compile for {tgt.name}:\n{message}",
-            where=str(out),
-            fix="report this as a pondlib bug with the model that produced it",
+            "cross compiler", value="ziglang not installed", fix="pip install ziglang (pondlib[test] has it)"
         )
-    sections = _sections(elf)
-    flash = sum(size for addr, size in sections.values() if addr < RAM_BASE)
-    ram = sum(size for addr, size in sections.values() if addr >= RAM_BASE)
-    return CrossBuild(program=program, target=tgt, elf=elf, sections=sections, flash_bytes=flash, ram_bytes=ram)
+    overflow = re.search(r"section '\.l1' will not fit in region 'L1': overflowed by (\d+) bytes", message)
+    if overflow:
+        raise _l1_error(name, l1_bytes + int(overflow.group(1)), l1_bytes)
+    raise CodegenError(
+        f"the generated C of {name!r} does not compile for {target}:\n{message}",
+        where=str(out),
+        fix="report this as a pondlib bug with the model that produced it",
+    )
 
 
 def _sections(elf: Path) -> dict[str, tuple[int, int]]:
@@ -243,13 +308,53 @@ def _page(n: int) -> int:
     return -(-n // 0x1000) * 0x1000
 
 
+def _load_elf(elf: Path) -> tuple[dict[str, int], list[tuple[int, bytes, int]]]:
+    """The ELF's symbols (name -> address) and allocated sections ``(address, data, size)`` (no data: NOBITS)."""
+    from elftools.elf.constants import SH_FLAGS
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    symbols: dict[str, int] = {}
+    blobs: list[tuple[int, bytes, int]] = []
+    with open(elf, "rb") as fh:
+        ef = ELFFile(fh)
+        for s in ef.iter_sections():
+            if isinstance(s, SymbolTableSection):
+                for sym in s.iter_symbols():
+                    if sym.name:
+                        symbols.setdefault(sym.name, int(sym["st_value"]))
+            elif s["sh_flags"] & SH_FLAGS.SHF_ALLOC and s["sh_size"] > 0:
+                data = b"" if s["sh_type"] == "SHT_NOBITS" else s.data()
+                blobs.append((int(s["sh_addr"]), data, int(s["sh_size"])))
+    return symbols, blobs
+
+
+def _regions(blobs: list[tuple[int, bytes, int]], l1_limit: int) -> dict[str, tuple[int, int]]:
+    """Where to map flash, L1 (only when there is a ``.l1``) and RAM (without the stack): name -> (base, size)."""
+    flash_end = max((a + n for a, _, n in blobs if a < L1_BASE), default=FLASH_BASE)
+    l1_end = max((a + n for a, _, n in blobs if L1_BASE <= a < RAM_BASE), default=0)
+    ram_end = max((a + n for a, _, n in blobs if a >= RAM_BASE), default=RAM_BASE)
+    regions = {"flash": (FLASH_BASE, _page(flash_end - FLASH_BASE) or 0x1000), "ram": (RAM_BASE, ram_end - RAM_BASE)}
+    if l1_end:
+        regions["l1"] = (L1_BASE, _page(max(l1_end - L1_BASE, l1_limit)))
+    return regions
+
+
+def _count_instructions(code: bytes, thumb: bool) -> int:
+    """Instructions in a block of machine code (Thumb-2 or RV32C: 16- and 32-bit encodings)."""
+    n = pos = 0
+    while pos + 1 < len(code):
+        half = code[pos] | (code[pos + 1] << 8)
+        wide = (half >> 11) in (0b11101, 0b11110, 0b11111) if thumb else (half & 0b11) == 0b11
+        pos += 4 if wide else 2
+        n += 1
+    return n
+
+
 class _Machine:
     """The ELF loaded into a unicorn CPU, with the addresses of the driver's symbols."""
 
     def __init__(self, build: CrossBuild) -> None:
-        from elftools.elf.constants import SH_FLAGS
-        from elftools.elf.elffile import ELFFile
-        from elftools.elf.sections import SymbolTableSection
         from unicorn import (
             UC_ARCH_ARM,
             UC_ARCH_RISCV,
@@ -272,23 +377,13 @@ class _Machine:
 
             self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
             self._pc, self._sp, self._lr = regs.UC_RISCV_REG_PC, regs.UC_RISCV_REG_SP, regs.UC_RISCV_REG_RA
-        self.symbols: dict[str, int] = {}
-        blobs: list[tuple[int, bytes, int]] = []
-        with open(build.elf, "rb") as fh:
-            ef = ELFFile(fh)
-            for s in ef.iter_sections():
-                if isinstance(s, SymbolTableSection):
-                    for sym in s.iter_symbols():
-                        if sym.name:
-                            self.symbols.setdefault(sym.name, int(sym["st_value"]))
-                elif s["sh_flags"] & SH_FLAGS.SHF_ALLOC and s["sh_size"] > 0:
-                    data = b"" if s["sh_type"] == "SHT_NOBITS" else s.data()
-                    blobs.append((int(s["sh_addr"]), data, int(s["sh_size"])))
-        flash_end = max((a + n for a, _, n in blobs if a < RAM_BASE), default=FLASH_BASE)
-        ram_end = max((a + n for a, _, n in blobs if a >= RAM_BASE), default=RAM_BASE)
+        self.symbols, blobs = _load_elf(build.elf)
+        regions = _regions(blobs, build.l1_limit)
         self.uc.mem_map(_RETURN_STUB, 0x1000)
-        self.uc.mem_map(FLASH_BASE, _page(flash_end - FLASH_BASE) or 0x1000)
-        ram_size = _page(ram_end - RAM_BASE + STACK_BYTES)
+        self.uc.mem_map(*regions["flash"])
+        if "l1" in regions:
+            self.uc.mem_map(*regions["l1"])
+        ram_size = _page(regions["ram"][1] + STACK_BYTES)
         self.uc.mem_map(RAM_BASE, ram_size)
         self.stack_top = RAM_BASE + ram_size - 16
         for addr, data, _ in blobs:
@@ -323,35 +418,12 @@ class _Machine:
         key = (address, size)
         n = self._lengths.get(key)
         if n is None:
-            n = self._decode_count(bytes(uc.mem_read(address, size)))
+            n = _count_instructions(bytes(uc.mem_read(address, size)), self.thumb)
             self._lengths[key] = n
         self.count += n
 
-    def _decode_count(self, code: bytes) -> int:
-        """Instructions in a block of machine code (Thumb-2 or RV32C: 16- and 32-bit encodings)."""
-        n = pos = 0
-        while pos + 1 < len(code):
-            half = code[pos] | (code[pos + 1] << 8)
-            wide = (half >> 11) in (0b11101, 0b11110, 0b11111) if self.thumb else (half & 0b11) == 0b11
-            pos += 4 if wide else 2
-            n += 1
-        return n
-
     def _state_table(self) -> list[tuple[int, int, int]]:
-        """(elem_bytes, count, offset) of each recorded state, read from the target's ``<name>_states``."""
-        prog = self.build.program
-        states = prog.io.states
-        if not states:
-            return []
-        addr = self.symbols.get(f"{prog.name}_states")
-        if addr is None:
-            raise CodegenError("cross build", value=f"symbol {prog.name}_states missing", where=str(self.build.elf))
-        raw = np.frombuffer(bytes(self.uc.mem_read(addr, 16 * len(states))), dtype="<i4").reshape(len(states), 4)
-        table = [(int(r[1]), int(r[2]), int(r[3])) for r in raw]
-        for (elem, count, _), s in zip(table, states):
-            if elem != s.dtype.itemsize or count != s.count:
-                raise CodegenError("cross build state table", value=(elem, count), limit=(s.dtype.itemsize, s.count))
-        return table
+        return _state_table(self.build, self.symbols, lambda addr, n: bytes(self.uc.mem_read(addr, n)))
 
     def call(self, symbol: str) -> None:
         entry = self.symbols[symbol]
@@ -377,6 +449,24 @@ class _Machine:
             raise CodegenError(f"emulated {symbol} did not return", where=f"{self.build.elf} pc={pc:#x}")
 
 
+def _state_table(build: CrossBuild, symbols: dict[str, int], read: Any) -> list[tuple[int, int, int]]:
+    """(elem_bytes, count, offset) of each recorded state, read (``read(address, n) -> bytes``) from the
+    target's ``<name>_states``."""
+    prog = build.program
+    states = prog.io.states
+    if not states:
+        return []
+    addr = symbols.get(f"{prog.name}_states")
+    if addr is None:
+        raise CodegenError("cross build", value=f"symbol {prog.name}_states missing", where=str(build.elf))
+    raw = np.frombuffer(read(addr, 16 * len(states)), dtype="<i4").reshape(len(states), 4)
+    table = [(int(r[1]), int(r[2]), int(r[3])) for r in raw]
+    for (elem, count, _), s in zip(table, states):
+        if elem != s.dtype.itemsize or count != s.count:
+            raise CodegenError("cross build state table", value=(elem, count), limit=(s.dtype.itemsize, s.count))
+    return table
+
+
 def run_cross(build: CrossBuild, x: Any, *, record: bool = False) -> tuple[np.ndarray, dict | None, float]:
     """Run a cross build emulated on ``x`` (``(B, T, N_IN)`` or ``(T, N_IN)``; checked like
     :func:`~pondlib.codegen.toolchain.run_host`): every sample from a reset arena, one ``pond_step`` per step.
@@ -387,6 +477,9 @@ def run_cross(build: CrossBuild, x: Any, *, record: bool = False) -> tuple[np.nd
     """
     if not isinstance(build, CrossBuild):
         raise CodegenError("cross build", value=type(build).__name__, limit="a CrossBuild from build_cross")
+    if getattr(build, "cores", None) is not None:
+        raise CodegenError("cross build", value=f"a {build.cores}-core cluster build", limit="a one-core CrossBuild",
+                           fix="run it with pondlib.codegen.cluster.run_cluster")  # fmt: skip
     io = build.program.io
     data, batched = _input(x, io)
     B, T, _ = data.shape

@@ -296,6 +296,12 @@ def _siracusa_models():
 
     generate(island_graph(), "siracusa", name="g")
     generate(_tiny("QSoftmax", _island_attrs(0.1, 0, -128, 127, 1 / 256, -128, -128, 127, 1)), "siracusa", name="g")
+    # the cluster C (graph_codegen_cluster): tiled and whole-tensor ops, double and single buffered
+    from pondlib.devices.siracusa.graph_codegen_cluster import emit_cluster
+    from tests.devices.siracusa.test_graph_cluster import tiled_graph
+
+    for double in (True, False):
+        emit_cluster(tiled_graph(), l1_bytes=1200, double_buffer=double)
 
 
 def test_every_template_is_used_every_placeholder_filled_every_section_taken_both_ways():

@@ -1,0 +1,541 @@
+r"""Siracusa's integer graphs as the cluster runs them: tensors in L2, tiles DMA'd into L1, work over 8 cores.
+
+:func:`emit_cluster` writes the same numbers as :func:`~pondlib.devices.siracusa.graph_codegen.emit_graph` (bit for
+bit ``GraphSim`` in integer mode; range analysis, storage types and packing as documented there), scheduled
+for the cluster runtime of :mod:`pondlib.cprogram.cluster`: the step sets the L2 buffer pointers and runs
+``POND_CLUSTER_RUN(<net>_cluster, x, y)``; every core runs every op in topological order, then the step copies
+the graph outputs into ``y``.
+
+**Memory plan.** Every tensor lives in L2: the program's arena (scratch buffers shared by lifetime) and ``x``;
+constants are flash arrays (standing for L2/L3 weights). L1 is one static ``POND_L1`` array, reused by every op
+from offset 0 (ops are separated by barriers and DMA waits) and sized by the op that needs most; every region
+is 8-byte aligned. The L1 need of each op and the L2 need (arena + ``x`` + ``y``, bytes) are checked against
+``l1_bytes`` and ``l2_bytes`` at generation, refused with a :class:`~pondlib.errors.CodegenError` naming the op.
+
+**Tiles.** An op's output is viewed as ``R`` rows (the product of its leading dims, the rest is one *unit*):
+
+* *row-tiled* ops: element-wise ops and RequantShift (as many leading dims as every operand either spans fully
+  or broadcasts over), per-row ops (iSoftmax, ITAMax, iRMSNorm, iLayerNorm, ITAPartialMax, QSoftmax, QLayerNorm:
+  the dims before the normalized axis), LUT, MatMul (rows = batch x M, A not broadcast; B whole in L1) and Gemm
+  (rows of M, A not transposed; B whole). An operand spanning the rows is *tiled* (a tile of rows is one
+  contiguous DMA), any other data operand is *whole* (DMA'd once per op); uniform constants stay literals.
+* *whole-tensor* ops (Conv, Transpose, Concat, pools, reductions, Slice, Gather, Pad): one tile, every data
+  operand and the output whole in L1.
+
+Tile rows: the largest count whose L1 need (whole operands + tiled operands' rows, twice with double buffering,
++ the output rows) fits ``l1_bytes``, then balanced over the tiles (``ceil(R / n_tiles)``).
+
+**Schedule per op** (template ``graph_cluster_op.c``): core 0 DMAs the whole operands; per tile t, single
+buffered: core 0 DMAs the tile's input rows, waits; barrier; every core computes its share; barrier; core 0 DMAs
+the output rows back to L2 (waited before the next tile's use of L1). Double buffered: tile 0's inputs go with the
+whole operands; at tile t core 0 waits (tile t's inputs and tile t - 1's output are in), barrier, core 0 starts
+tile t + 1's inputs into the other buffer, then computes: the transfer overlaps the computation.
+``pond_profile(op index * 65536 + tile index)`` marks each tile (core 0, after its inputs arrived).
+
+**Work split.** ``POND_NUM_CORES`` cores (1..8; ``-DPOND_NUM_CORES`` overrides ``cores``): core c of P takes rows
+``[n c / P, n (c + 1) / P)`` of a tile's n rows (MatMul/Gemm: output rows, each with every output channel);
+whole-tensor ops split the outermost loop of more than one iteration of each loop nest (Conv: output channels,
+pools: planes, copies: elements); a kernel without a loop runs on core 0.
+
+Example:
+    >>> import numpy as np, tempfile
+    >>> from pondlib.codegen import compile_host, run_host
+    >>> from pondlib.devices.siracusa.graph_codegen import pack_inputs, unpack_outputs
+    >>> from pondlib.graph.opgraph import Node, OpGraph, TensorInfo
+    >>> g = OpGraph((TensorInfo("x", (4, 2), "int8"),), (TensorInfo("y", (4, 2), "int8"),),
+    ...     (Node("a", "Add", ("x", "b"), ("h",)),
+    ...      Node("rq", "RequantShift", ("h", "m", "z"), ("y",), {"div": 4, "n_levels_out": 256, "signed": 1})),
+    ...     {"b": np.float32([1, 2]), "m": np.float32(3), "z": np.float32(0)})
+    >>> prog, rep = emit_cluster_report(g, name="tiny", cores=2, l1_bytes=64)
+    >>> [(r.op, r.mode, r.n_tiles) for r in rep.rows]
+    [('Add', 'rows', 2), ('RequantShift', 'rows', 1)]
+    >>> x = np.arange(-4, 4).reshape(4, 2)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     y = run_host(compile_host(prog, d, extra_flags=("-pthread",)), prog, pack_inputs(g, [x])[None])
+    >>> unpack_outputs(g, y[0])[0].tolist()
+    [[-2, -1], [-1, 1], [1, 2], [2, 4]]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pondlib.cprogram.cluster import MAX_CORES, cluster_runtime
+from pondlib.cprogram.program import CTYPES, Program, build_program, c_identifier, plan_arena
+from pondlib.devices.siracusa.graph_codegen import _OPS, _channel_shape, _Emitter, _finish, _node
+from pondlib.devices.siracusa.graph_codegen_float import ISLANDS, island_helpers, island_inputs
+from pondlib.devices.siracusa.graph_codegen_ops import _T, _indent, _kernel, _strides
+from pondlib.devices.siracusa.limits import SIRACUSA
+from pondlib.errors import CodegenError, PondError
+from pondlib.graph.opgraph import Node, OpGraph
+from pondlib.validate import check_bool, check_int
+
+__all__ = ["emit_cluster", "emit_cluster_report", "ClusterReport", "ClusterRow", "ROW_OPS", "ELEMENTWISE_OPS"]
+
+_WHERE = "pondlib.devices.siracusa.graph_codegen_cluster.emit_cluster"
+#: Element-wise ops, tiled by rows (the number of leading operands that are data; the rest are parameters).
+ELEMENTWISE_OPS: dict[str, int] = {
+    **{op: 99 for op in ("Add", "Sub", "Mul", "RequantShift", "iHardswish", "iGELU", "TrueIntegerDiv")},
+    **{op: 99 for op in ("IntegerDiv", "Div", "iNoNorm")},
+    **{op: 1 for op in ("Relu", "Clip", "LUT", "RequantizediHardswish", "RequantizedGELU", "RequantizediGELU")},
+}
+#: Per-row ops, tiled by the rows before their normalized axis (input 0 is data, the rest parameters).
+ROW_OPS = ("iSoftmax", "ITAMax", "iRMSNorm", "iLayerNorm", "ITAPartialMax", "QSoftmax", "QLayerNorm")
+_ALIGN = 8
+_FOR = re.compile(r"^(\s*)for \(int32_t (\w+) = 0; \2 < (\d+); \+\+\2\) \{$")
+
+
+@dataclass(frozen=True)
+class ClusterRow:
+    """One op's plan: ``mode`` 'rows' (tiled) or 'whole'; ``rows`` R, ``tile_rows``, ``n_tiles``; ``buffering``
+    'DB' / 'SB'; ``l1_bytes`` its L1 need; ``l2_bytes`` its output tensor; ``dma_bytes`` planned in + out (B)."""
+
+    index: int
+    name: str
+    op: str
+    mode: str
+    rows: int
+    tile_rows: int
+    n_tiles: int
+    buffering: str
+    l1_bytes: int
+    l2_bytes: int
+    dma_bytes: int
+
+
+@dataclass(frozen=True)
+class ClusterReport:
+    """The plan of :func:`emit_cluster`: a row per op with C, the L1 arena and the L2 need (bytes), the limits."""
+
+    rows: tuple[ClusterRow, ...]
+    l1_arena: int
+    l2_need: int
+    l1_limit: int
+    l2_limit: int
+    cores: int
+    extra: dict = field(default_factory=dict)
+
+
+def _a(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+def _nbytes(ctype: str, n: int) -> int:
+    return CTYPES[ctype][1] * n
+
+
+@dataclass
+class _Operand:
+    """A data operand of an op: its tensor, L2 pointer, unit elements per row (0: whole) and L1 offsets."""
+
+    t: _T
+    unit: int  # elements per row when tiled, 0 when whole
+    offs: tuple[int, ...] = ()
+
+    def ptr(self, buf: str) -> str:
+        return f"(({self.t.ctype} *)(gc_l1 + {buf}))"
+
+    def buf(self, which: str) -> str:
+        if len(self.offs) == 1:
+            return str(self.offs[0])
+        return {"cur": f"(gc_t & 1 ? {self.offs[1]} : {self.offs[0]})",
+                "next": f"(gc_t & 1 ? {self.offs[0]} : {self.offs[1]})", "first": str(self.offs[0])}[which]  # fmt: skip
+
+
+class _TileEm:
+    """An op emitter's view of one unit (or whole tensor) in L1: ``out`` returns the L1 output, ``code`` collects."""
+
+    def __init__(self, em: _Emitter, real: _T, dst_ptr: str) -> None:
+        self.em, self.real, self.dst_ptr = em, real, dst_ptr
+        self.graph, self.record, self.consts_int = em.graph, False, em.consts_int
+        self.helpers, self.constants = em.helpers, em.constants
+        self.text: list[str] = []
+
+    def arr(self, t: _T) -> str:
+        return self.em.arr(t)
+
+    def elem(self, t: _T, index: str) -> str:
+        return self.em.elem(t, index)
+
+    def asr(self, acc: str) -> str:
+        return self.em.asr(acc)
+
+    def out(self, name: str, shape: Any, lo: int, hi: int, node: Node) -> _T:
+        return _T(tuple(int(d) for d in shape), self.real.lo, self.real.hi, self.real.ctype, self.dst_ptr)
+
+    def code(self, node: Node, body: str) -> None:
+        self.text.append(body)
+
+
+def _aligned(t: _T, rank: int, op: str, x: _T) -> tuple[int, ...]:
+    shape = _channel_shape(t, x) if op == "RequantShift" else t.shape
+    return (1,) * (rank - len(shape)) + tuple(shape)
+
+
+def _prefix(node: Node, ins: list, out: _T) -> tuple[int, list[int]]:
+    """(p, data operand indices): rows = the first p output dims; p = 0 when the op is not row-tiled."""
+    op, rank = node.op, len(out.shape)
+    if op in ELEMENTWISE_OPS:
+        data = [i for i in range(min(len(ins), ELEMENTWISE_OPS[op])) if ins[i] is not None]
+        pmax = rank
+    elif op in ROW_OPS:
+        data = [0]
+        axis = int(np.asarray(node.attrs.get("axis", -1)).reshape(-1)[0]) % max(rank, 1)
+        pmax = axis if op in ("QSoftmax", "QLayerNorm") else rank - 1
+    else:
+        return 0, []
+    if any(ins[i].shape != out.shape and ins[i].value is None and len(ins[i].shape) > rank for i in data):
+        return 0, []
+    params = [t for i, t in enumerate(ins) if t is not None and i not in data and op not in ("LUT", "Clip", "Relu")]
+    aligned = [_aligned(ins[i], rank, op, ins[0]) for i in data] + [_aligned(t, rank, op, ins[0]) for t in params]
+    n_data = len(data)
+    for p in range(pmax, 0, -1):
+        ok = all(
+            a[:p] == out.shape[:p] or all(d == 1 for d in a[:p]) if k < n_data else all(d == 1 for d in a[:p])
+            for k, a in enumerate(aligned)
+        )
+        if ok:
+            return p, data
+    return 0, []
+
+
+def _fake(t: _T, shape: tuple[int, ...], ptr: str) -> _T:
+    return _T(tuple(int(d) for d in shape), t.lo, t.hi, t.ctype, ptr, t.value, None)
+
+
+def _is_literal(t: _T) -> bool:
+    return t.value is not None and t.uniform() is not None
+
+
+def _batch_offset(batch: tuple[int, ...], bst: list[int], var: str) -> str:
+    """C of the offset of batch element ``var`` (flat over ``batch``) in an operand of batch strides ``bst``."""
+    terms, inner = [], 1
+    for d in range(len(batch) - 1, -1, -1):
+        if bst[d] != 0 and batch[d] > 1:
+            terms.append(f"(({var} / {inner}) % {batch[d]}) * {bst[d]}")
+        inner *= batch[d]
+    return " + ".join(terms) or "0"
+
+
+class _Spec:
+    """An op's tiling: rows ``R``, data operands, output elements per row, and how to build the unit's inputs."""
+
+    def __init__(self, mode: str, rows: int, ops: dict[int, _Operand], out_unit: int) -> None:
+        self.mode, self.rows, self.ops, self.out_unit = mode, rows, ops, out_unit
+        self.shapes: dict[int, tuple[int, ...]] = {}  # input index -> the shape the unit kernel sees
+        self.extra: dict[int, str] = {}  # input index -> C offset added to a whole operand's pointer
+
+
+def _spec(node: Node, ins: list, out: _T) -> _Spec:
+    op, rank = node.op, len(out.shape)
+    if op == "MatMul":
+        a, b = ins[0], ins[1]
+        if len(a.shape) == rank >= 2 and len(b.shape) >= 2 and a.shape[:-2] == out.shape[:-2] and a.value is None:
+            m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+            batch = out.shape[:-2]
+            s = _Spec("rows", int(np.prod(out.shape[:-1], dtype=np.int64)), {0: _Operand(a, k)}, n)
+            s.shapes[0] = (1, k)
+            if not _is_literal(b):
+                s.ops[1] = _Operand(b, 0)
+                bfull = (1,) * (len(batch) - len(b.shape) + 2) + tuple(b.shape)
+                bst = [0 if bfull[d] == 1 else st for d, st in enumerate(_strides(bfull)[:-2])]
+                s.extra[1] = _batch_offset(batch, bst, f"(gc_g / {m})")
+            s.shapes[1] = (k, n)
+            return s
+    elif op == "Gemm":
+        a, c = ins[0], ins[2] if len(ins) > 2 else None
+        if not int(node.attrs.get("transA", 0)) and len(a.shape) == 2 and a.value is None:
+            m, k = a.shape
+            s = _Spec("rows", m, {0: _Operand(a, k)}, out.shape[1])
+            s.shapes[0] = (1, k)
+            if not _is_literal(ins[1]):
+                s.ops[1] = _Operand(ins[1], 0)
+            if c is not None and not _is_literal(c):
+                ca = (1,) * (2 - len(c.shape)) + tuple(c.shape)
+                s.ops[2] = _Operand(c, ca[1] if ca[0] == m and m > 1 else 0)
+                s.shapes[2] = (1, ca[1]) if s.ops[2].unit else ca
+            return s
+    else:
+        p, data = _prefix(node, ins, out)
+        if p:
+            rows = int(np.prod(out.shape[:p], dtype=np.int64))
+            s = _Spec("rows", rows, {}, int(np.prod(out.shape[p:], dtype=np.int64)))
+            for i in data:
+                t = ins[i]
+                al = _aligned(t, rank, op, ins[0])
+                tiled = al[:p] == out.shape[:p] and rows > 1
+                s.shapes[i] = (1,) * p + al[p:] if tiled else al
+                if not _is_literal(t):
+                    s.ops[i] = _Operand(t, int(np.prod(al[p:], dtype=np.int64)) if tiled else 0)
+            return s
+    data = range(len(ins)) if op in ("Concat", "Conv", "MatMul", "Gemm") else [0]
+    s = _Spec("whole", 1, {}, out.size)
+    for i in data:
+        if i < len(ins) and ins[i] is not None and not _is_literal(ins[i]) and ins[i].ctype != "float":
+            s.ops[i] = _Operand(ins[i], 0)
+    return s
+
+
+def _layout(spec: _Spec, out: _T, tr: int, nbuf: int) -> tuple[int, dict[int, tuple[int, ...]], int]:
+    """(L1 bytes, input index -> L1 offsets, output offset) for tiles of ``tr`` rows."""
+    pos, offs = 0, {}
+    for i, o in spec.ops.items():
+        if not o.unit:
+            offs[i], pos = (pos,), pos + _a(_nbytes(o.t.ctype, o.t.size))
+    for i, o in spec.ops.items():
+        if o.unit:
+            size = _a(_nbytes(o.t.ctype, tr * o.unit))
+            offs[i] = tuple(pos + b * size for b in range(nbuf))
+            pos += nbuf * size
+    return pos + _a(_nbytes(out.ctype, tr * spec.out_unit)), offs, pos
+
+
+def _tile_rows(spec: _Spec, out: _T, node: Node, l1: int, nbuf: int) -> int:
+    need1 = _layout(spec, out, 1, nbuf)[0]
+    if need1 > l1:
+        what = "whole-tensor tile" if spec.mode == "whole" else "smallest tile (one row)"
+        raise CodegenError(
+            f"L1 for {node.op} ({what})", value=f"{need1} B", limit=f"l1_bytes = {l1}", where=node.label,
+            fix=f"pass l1_bytes >= {need1}" + (", or single buffering" if nbuf == 2 else ""),
+        )  # fmt: skip
+    lo, hi = 1, spec.rows
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if _layout(spec, out, mid, nbuf)[0] <= l1 else (lo, mid - 1)
+    n_tiles = math.ceil(spec.rows / lo)
+    return math.ceil(spec.rows / n_tiles)
+
+
+def _one(line: str) -> bool:
+    m = _FOR.match(line)
+    return bool(m) and int(m.group(3)) == 1
+
+
+def _split(body: str) -> str:
+    """Each loop nest of ``body`` with its outermost loop of more than one iteration split over the cores
+    (``gc_lo`` / ``gc_hi``); a part without such a loop runs on core 0."""
+    lines = body.split("\n")
+    chunks: list[list[str]] = []
+    depth = 0
+    for line in lines:
+        if depth == 0:
+            chunks.append([])
+        chunks[-1].append(line)
+        depth += line.count("{") - line.count("}")
+    out = []
+    for chunk in chunks:
+        k = 0
+        while k + 1 < len(chunk) and _one(chunk[k]) and _FOR.match(chunk[k + 1]):
+            k += 1
+        m = _FOR.match(chunk[k]) if k < len(chunk) else None
+        if m and not chunk[0].startswith(" ") and all(_FOR.match(c) for c in chunk[:k]):
+            ind, v, n = m.groups()
+            chunk[k] = f"{ind}for (int32_t {v} = gc_lo({n}); {v} < gc_hi({n}); ++{v}) {{"
+            out.append("\n".join(chunk))
+        elif any(c.strip() for c in chunk):
+            out.append("if (gc_core == 0) {\n" + _indent("\n".join(chunk)) + "\n}")
+    return "\n".join(out)
+
+
+def _unit_code(em: _Emitter, node: Node, ins: list, out: _T, spec: _Spec, out_off: int) -> str:
+    """The op's C for one row ``gc_r`` of the current tile (rows mode) or for the whole tensor."""
+    fake = list(ins)
+    rows = spec.mode == "rows"
+    for i, o in spec.ops.items():
+        base = o.ptr(o.buf("cur"))
+        ptr = f"({base} + gc_r * {o.unit})" if o.unit else base
+        if i in spec.extra and spec.extra[i] != "0":
+            ptr = f"({base} + {spec.extra[i]})"
+        fake[i] = _fake(o.t, spec.shapes.get(i, o.t.shape), ptr)
+    for i, shape in spec.shapes.items():
+        if i not in spec.ops:
+            fake[i] = _fake(ins[i], shape, ins[i].ptr)
+    dst = f"(({out.ctype} *)(gc_l1 + {out_off}))"
+    tem = _TileEm(em, out, f"({dst} + gc_r * {spec.out_unit})" if rows else dst)
+    fn = _OPS[node.op]
+    fn(tem, node, fake)
+    body = "\n".join(tem.text)
+    if not rows:
+        return _split(body)
+    return (
+        "const int32_t gc_r0 = gc_lo(gc_nr), gc_r1 = gc_hi(gc_nr);\n"
+        "for (int32_t gc_r = gc_r0; gc_r < gc_r1; ++gc_r) {\n"
+        "    const int32_t gc_g = gc_t0 + gc_r;\n    (void)gc_g;\n" + _indent(body) + "\n}"
+    )
+
+
+def _dma(dst: str, src: str, nbytes: str) -> str:
+    return f"pond_dma_start({dst}, {src}, (uint32_t)({nbytes}));"
+
+
+def _op(em: _Emitter, node: Node, ins: list, out: _T, index: int, cfg: dict) -> tuple[str, ClusterRow]:
+    """The C of one op (template ``graph_cluster_op.c``) and its plan row."""
+    spec = _spec(node, ins, out)
+    tiled = [(i, o) for i, o in spec.ops.items() if o.unit]
+    double = bool(cfg["double"] and tiled)
+    nbuf = 2 if double else 1
+    tr = _tile_rows(spec, out, node, cfg["l1"], nbuf)
+    need, offs, out_off = _layout(spec, out, tr, nbuf)
+    for i, o in spec.ops.items():
+        o.offs = offs[i]
+    n_tiles = math.ceil(spec.rows / tr)
+    size = CTYPES[out.ctype][1]
+
+    def tile_in(start: str, count: str, which: str) -> str:
+        return "\n".join(
+            _dma(f"gc_l1 + {o.buf(which)}", f"{em.arr(o.t)} + {start} * {o.unit}",
+                 f"{count} * {o.unit * CTYPES[o.t.ctype][1]}")
+            for _, o in tiled
+        )  # fmt: skip
+
+    fixed = [_dma(f"gc_l1 + {o.offs[0]}", em.arr(o.t), _nbytes(o.t.ctype, o.t.size)) for o in spec.ops.values()]
+    fixed = [f for f, o in zip(fixed, spec.ops.values()) if not o.unit]
+    out_ptr = em.arr(out)
+    text = _kernel(
+        "graph_cluster_op.c", index=index, label=node.label.replace("*/", "* /"), marker=f"{index * 65536}u",
+        summary=f"{spec.mode}: {n_tiles} tile(s) of {tr} of {spec.rows} rows, {'DB' if double else 'SB'}, "
+        f"L1 {need} B", double=double, n_tiles=n_tiles, tile_rows=tr, rows=spec.rows,
+        fixed_in="\n".join(fixed), first_in=tile_in("0", str(tr), "first"), tile_in=tile_in("gc_t0", "gc_nr", "cur"),
+        next_in=tile_in("gc_n0", "gc_nn", "next"), compute=_unit_code(em, node, ins, out, spec, out_off),
+        tile_out=_dma(f"{out_ptr} + gc_t0 * {spec.out_unit}", f"gc_l1 + {out_off}",
+                      f"gc_nr * {spec.out_unit * size}"),
+    )  # fmt: skip
+    dma = sum(_nbytes(o.t.ctype, o.t.size) for o in spec.ops.values()) + _nbytes(out.ctype, out.size)
+    row = ClusterRow(index, node.name, node.op, spec.mode, spec.rows, tr, n_tiles, "DB" if double else "SB", need,
+                     _nbytes(out.ctype, out.size), dma)  # fmt: skip
+    return text, row
+
+
+def _inputs_of(em: _Emitter, node: Node) -> list:
+    return island_inputs(em, node) if node.op in ISLANDS else [em.get(t) for t in node.inputs]
+
+
+def _check_args(graph: Any, cores: Any, l1_bytes: Any, l2_bytes: Any, double_buffer: Any) -> tuple:
+    if not isinstance(graph, OpGraph):
+        raise CodegenError("graph", value=type(graph).__name__, limit="an OpGraph", where=_WHERE,
+                           fix="import the model with pondlib.interop.onnx.opgraph.load_opgraph")  # fmt: skip
+    cores = check_int(cores, "cores", lo=1, hi=MAX_CORES, where=_WHERE, error=CodegenError,
+                      fix=f"pass 1..{MAX_CORES} cores (Siracusa's cluster has {MAX_CORES})")  # fmt: skip
+    l1 = check_int(l1_bytes, "l1_bytes", lo=_ALIGN, where=_WHERE, error=CodegenError,
+                   fix="pass the L1 bytes the tiles may use (Siracusa: 256 KiB TCDM)")  # fmt: skip
+    l2 = SIRACUSA.l2_bytes if l2_bytes is None else l2_bytes
+    l2 = check_int(l2, "l2_bytes", lo=1, where=_WHERE, error=CodegenError, fix="pass the L2 bytes (Siracusa: 2 MiB)")
+    return cores, l1, l2, check_bool(double_buffer, "double_buffer", where=_WHERE, error=CodegenError)
+
+
+def _l2_check(em: _Emitter, buffers: list, n_out: int, out_type: str, l2: int, labels: list[str]) -> int:
+    """The L2 need (arena + x + y, bytes), refused beyond ``l2`` naming the op at the peak of live tensors."""
+    need = plan_arena(buffers).size + _nbytes(em.in_ctype, max(em.n_in, 1)) + _nbytes(out_type, n_out)
+    if need > l2:
+        live = [0] * (len(labels) + 1)
+        for b in buffers:
+            lo, hi = b.live if b.live else (0, len(labels))
+            for p in range(lo, min(hi, len(labels)) + 1):
+                live[p] += b.nbytes
+        peak = int(np.argmax(live))
+        raise CodegenError(
+            "L2 bytes", value=f"{need} B (peak of live tensors at {labels[min(peak, len(labels) - 1)]})",
+            limit=f"l2_bytes = {l2}", where=_WHERE, fix=f"pass l2_bytes >= {need}, or a smaller model",
+        )  # fmt: skip
+    return need
+
+
+def emit_cluster_report(
+    graph: OpGraph,
+    *,
+    name: str = "net",
+    cores: int = 8,
+    l1_bytes: int = 64000,
+    l2_bytes: int | None = None,
+    double_buffer: bool = True,
+    input_ranges: Mapping[str, tuple[int, int]] | None = None,
+) -> tuple[Program, ClusterReport]:
+    """:func:`emit_cluster`'s program and its plan (a :class:`ClusterRow` per op with C)."""
+    cores, l1, l2, double = _check_args(graph, cores, l1_bytes, l2_bytes, double_buffer)
+    name = c_identifier(name, "program name")
+    em = _Emitter(graph, False, dict(input_ranges or {}))
+    cfg = {"l1": l1, "double": double}
+    texts, rows, labels = [], [], []
+    for node in em.sim.order:
+        try:
+            ins = _inputs_of(em, node)
+            known = set(em.tensors)
+            _node(em, node)
+            em.body = []
+            out_name = node.outputs[0] if node.outputs else ""
+            out = em.tensors.get(out_name)
+            if out_name in known or out is None or out.buf != em.names.get(out_name):
+                continue  # folded into a constant, or an alias of its input: no C
+            text, row = _op(em, node, ins, out, len(rows), cfg)
+        except CodegenError:
+            raise
+        except PondError as err:
+            raise CodegenError("node", value=str(err)[:300], limit="a node the C can emit", where=node.label) from err
+        texts.append(text)
+        rows.append(row)
+        labels.append(node.label)
+    buffers, out_type, n_out = _finish(em)
+    l2_need = _l2_check(em, buffers, n_out, out_type, l2, labels or ["the graph outputs"])
+    arena = _a(max((r.l1_bytes for r in rows), default=_ALIGN))
+    fn = _kernel(
+        "graph_cluster_fn.c", net=name, members="\n".join(f"{b.ctype} *{b.name};" for b in buffers),
+        l1_words=arena // 8, in_type=em.in_ctype, views="\n".join(f"{b.ctype} *const {b.name} = {name}_gc.{b.name};"
+                                                                 for b in buffers),
+        unused="\n".join(f"(void){b.name};" for b in buffers), ops="\n\n".join(texts),
+    )  # fmt: skip
+    helpers = _kernel("graph_helpers.c", **{k: k in em.helpers for k in ("asr32", "asr64", "isqrt", "shr", "fdiv")})
+    if em.helpers & {"fquant", "fnorm"}:
+        helpers += "\n" + island_helpers("fnorm" in em.helpers)
+    step = "\n".join(f"{name}_gc.{b.name} = {b.name};" for b in buffers)
+    step += f"\nPOND_CLUSTER_RUN({name}_cluster, x, y);\n" + "\n".join(em.body)
+    report = ClusterReport(tuple(rows), arena, l2_need, l1, l2, cores)
+    notes = [
+        f"x packs the graph inputs {list(graph.input_names)} in order, each flattened in C order ({em.in_ctype})",
+        f"y packs the graph outputs {list(graph.output_names)} in order, each flattened in C order ({out_type})",
+        f"cluster: {cores} cores by default (-DPOND_NUM_CORES=1..8), L1 arena {arena} B of {l1}, "
+        f"L2 {l2_need} B of {l2}, {'double' if double else 'single'} buffered; build the host with -pthread",
+    ]
+    prog = build_program(
+        name, "siracusa", constants=em.constants, buffers=buffers, step_body=step, n_in=max(em.n_in, 1),
+        in_ctype=em.in_ctype, n_out=n_out, out_ctype=out_type,
+        helpers=cluster_runtime(cores) + "\n" + helpers + "\n" + fn, notes=notes,
+        description=f"Siracusa integer graph {graph.name!r} ({len(graph.nodes)} nodes) tiled for a {cores}-core "
+        "cluster (L2 tensors, L1 tiles by DMA), equal to GraphSim bit for bit.",
+    )  # fmt: skip
+    return prog, report
+
+
+def emit_cluster(
+    graph: OpGraph,
+    *,
+    name: str = "net",
+    cores: int = 8,
+    l1_bytes: int = 64000,
+    l2_bytes: int | None = None,
+    double_buffer: bool = True,
+    input_ranges: Mapping[str, tuple[int, int]] | None = None,
+) -> Program:
+    """C for the cluster (module docstring), equal to ``GraphSim(graph).run(inputs, integer=True)``.
+
+    Args:
+        graph: the graph (every input with a declared shape).
+        name: C prefix and file stem.
+        cores: the default ``POND_NUM_CORES`` (1..8; the sources build for any of them).
+        l1_bytes: the L1 the tiles may use (B); l2_bytes: the L2 (B; default Siracusa's 2 MiB).
+        double_buffer: prefetch the next tile's inputs while computing (tiled ops).
+        input_ranges: graph input name -> ``(lo, hi)`` (as :func:`~.graph_codegen.emit_graph`).
+
+    Raises:
+        CodegenError: cores outside 1..8, an op whose smallest tile exceeds ``l1_bytes``, an L2 need beyond
+            ``l2_bytes`` (each naming the op, the need and the limit), or what :func:`emit_graph` refuses.
+    """
+    return emit_cluster_report(
+        graph, name=name, cores=cores, l1_bytes=l1_bytes, l2_bytes=l2_bytes, double_buffer=double_buffer,
+        input_ranges=input_ranges,
+    )[0]  # fmt: skip
