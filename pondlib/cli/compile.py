@@ -1,6 +1,7 @@
 """``pond compile MODEL --numerics float32|DEVICE -o DIR [--target host|cortex-m4|rv32] [--check RASTER.npy]
-[--name NAME] [device options]``: generate C for a network or a device configuration (:mod:`pondlib.codegen`),
-write the sources into DIR and print the memory report (flash, RAM, per buffer).
+[--name NAME] [--cores N --l1 BYTES --l2 BYTES --single-buffer] [device options]``: generate C for a network,
+a device configuration or an ONNX graph (:mod:`pondlib.codegen`), write the sources into DIR and print the
+memory report (flash, RAM, per buffer).
 
 MODEL is a NIR file (``.nir``, with ``--dt`` / ``--reset`` as ``pond map`` takes them), a network saved with
 :func:`pondlib.io.save_network` (``.pond``) or a saved configuration of the numerics' device (any other
@@ -17,6 +18,15 @@ and for a device that quantizes its input, ``Reference.quantize``) runs the rast
 ``Device.reference``) and prints the verdict: bit-exact, or the
 number of differing outputs (exit status 1). Event counts above the largest value of the program's input
 type are clipped for both, with a note saying how many.
+
+An ONNX MODEL (``.onnx``) goes through the device's graph path (``Device.map_graph``: Deeploy's integer
+dialect, ORT QDQ models) and compiles as the integer graph's C; ``--check INPUTS.npz`` holds one array per
+graph input in order (Deeploy's ``inputs.npz``; an ``.npy`` for one input), quantized integers, and also sets
+the C input types (the narrowest integer type of each input, as Deeploy infers them). ``--cores N`` (1..8),
+``--l1 BYTES``, ``--l2 BYTES`` and ``--single-buffer`` ask a device with cluster C (``Device.cluster_c``) for
+tiled, DMA-staged, multi-core C: the host runs it with one thread per core; ``--target rv32`` builds it for 1
+and N cores from the same sources, runs both on the emulated cluster (:mod:`pondlib.codegen.cluster`) and
+prints the instructions per core, the DMA bytes, the 1 -> N speed-up and the verdict.
 
 Errors are one ``error:`` line (exit status 1): a missing or unreadable MODEL, a model the numerics cannot
 emit (an unsupported module names itself), a failed compile (the compiler's message), a bad raster.
@@ -117,7 +127,32 @@ def add_parser(subparsers: Any) -> None:
         default="v_reset",
         help="NIR only: the reset the network was trained with (default v_reset)",
     )
+    cp.add_argument(
+        "--cores",
+        type=int,
+        default=None,
+        metavar="N",
+        help="ONNX graphs: tiled multi-core C for N cluster cores (1..8; DMA-staged through L1)",
+    )
+    cp.add_argument("--l1", type=int, default=None, metavar="BYTES", help="ONNX graphs: the L1 budget of the tiles")
+    cp.add_argument("--l2", type=int, default=None, metavar="BYTES", help="ONNX graphs: the L2 limit of the plan")
+    cp.add_argument(
+        "--single-buffer", action="store_true", help="ONNX graphs: one L1 buffer per tile input (no DMA overlap)"
+    )
     add_device_options(cp, "compile", "--numerics")
+
+
+def _cluster_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``cores``, ``l1_bytes``, ``l2_bytes``, ``double_buffer`` from the flags; {} when none was given."""
+    if args.cores is None and args.l1 is None and args.l2 is None and not args.single_buffer:
+        return {}
+    cores = 8 if args.cores is None else args.cores
+    if not 1 <= cores <= 8:
+        raise UsageError(f"pond compile: --cores {cores}: a cluster has 1..8 cores")
+    for flag, value in (("--l1", args.l1), ("--l2", args.l2)):
+        if value is not None and value <= 0:
+            raise UsageError(f"pond compile: {flag} {value}: pass a positive number of bytes")
+    return {"cores": cores, "l1_bytes": args.l1, "l2_bytes": args.l2, "double_buffer": not args.single_buffer}
 
 
 def run(console: Any, args: argparse.Namespace) -> int:
@@ -130,6 +165,13 @@ def run(console: Any, args: argparse.Namespace) -> int:
     out = Path(args.out).absolute()
     if out.exists() and not out.is_dir():
         raise PondError("the output folder is a file", where=str(out), fix="name a folder with -o")
+    if path.suffix.lower() == ".onnx":
+        return _compile_graph(console, args, path, device, out, _cluster_options(args))
+    if _cluster_options(args):
+        raise UsageError(
+            "pond compile: --cores, --l1, --l2 and --single-buffer apply to ONNX graphs (tiled multi-core C); "
+            "networks and saved configurations compile as single-core C"
+        )
     raster = load_array(args.check, "check raster", "--check") if args.check is not None else None
     if raster is not None and raster.ndim not in (2, 3):
         raise PondError(
@@ -305,4 +347,138 @@ def _check(console: Any, program: Any, target: str, runner: Any, reference: Any,
     console.print(f"[bold red]not bit-exact[/]: {diff:,} of {same.size:,} outputs differ", highlight=False)
     if program.numerics == "float32":
         notes(console, [n for n in program.notes if "order" in n.lower()][:1], "why")
+    return 1
+
+
+# -- ONNX graphs -------------------------------------------------------------------------------------------
+def _graph_arrays(path: str, graph: Any) -> list:
+    """The check input of a graph: an ``.npz`` with one array per graph input, in order (Deeploy's
+    ``inputs.npz``; arrays after the inputs are ignored), or an ``.npy`` for a one-input graph."""
+    import numpy as np
+
+    p = Path(path)
+    n = len(graph.inputs)
+    if p.suffix.lower() == ".npz":
+        if not p.is_file():
+            raise PondError("check input file not found", where=str(p), fix="pass an existing .npz with --check")
+        try:
+            with np.load(p, allow_pickle=False) as data:
+                arrays = [np.array(data[k]) for k in data.files]
+        except (ValueError, OSError, EOFError) as exc:
+            raise PondError(f"check input is not a readable .npz ({type(exc).__name__})", where=str(p)) from None
+    else:
+        arrays = [load_array(path, "check input", "--check")]
+    if len(arrays) < n:
+        raise PondError(
+            "check input arrays",
+            value=len(arrays),
+            limit=f"{n} (one per graph input: {', '.join(graph.input_names)})",
+            where=str(p),
+            fix="save the inputs in graph order with numpy.savez(path, *arrays)",
+        )
+    for a, info in zip(arrays, graph.inputs):
+        if info.shape is not None and tuple(a.shape) != tuple(info.shape):
+            raise PondError(f"check input {info.name!r} shape", value=a.shape, limit=tuple(info.shape), where=str(p))
+        if a.dtype.kind not in "biuf" or (a.dtype.kind == "f" and not np.all(a == np.round(a))):
+            raise PondError(
+                f"check input {info.name!r}",
+                value="non-integer values",
+                limit="quantized integers (the integer graph's input)",
+                where=str(p),
+                fix="quantize the input (for an ORT QDQ model: QuantizeLinear's scale and zero point)",
+            )
+    return [a.astype(np.int64) for a in arrays[:n]]
+
+
+def _input_ranges(graph: Any, arrays: list) -> dict:
+    """The narrowest of int8 / uint8 / int16 / uint16 / int32 holding each input (Deeploy's type inference)."""
+    ranges = {}
+    for info, a in zip(graph.inputs, arrays):
+        lo, hi = int(a.min()), int(a.max())
+        for t_lo, t_hi in ((-128, 127), (0, 255), (-32768, 32767), (0, 65535), (-(2**31), 2**31 - 1)):
+            if t_lo <= lo and hi <= t_hi:
+                ranges[info.name] = (t_lo, t_hi)
+                break
+    return ranges
+
+
+def _compile_graph(console: Any, args: argparse.Namespace, path: Path, device: Any, out: Path, cluster: dict) -> int:
+    """``pond compile model.onnx``: the device's graph path, then its C (tiled multi-core with ``--cores``)."""
+    from pondlib.codegen import generate
+    from pondlib.interop.onnx.opgraph import load_opgraph
+
+    if device is None or not device.takes_graphs:
+        takers = ", ".join(d.name for d in registry.devices() if d.takes_graphs)
+        raise UsageError(f"pond compile: ONNX graphs compile with --numerics {takers}")
+    if cluster and not device.cluster_c:
+        raise UsageError(f"pond compile: --cores/--l1/--l2 need a device with cluster C, not {device.name}")
+    with stage(console, "Importing and mapping the ONNX graph") as st:
+        graph = load_opgraph(path)
+        mapped = device.map_graph(graph, args.limits)
+        st["note"] = f"{len(graph.nodes)} ops -> {len(mapped.config.nodes)} integer ops"
+    g = mapped.config
+    arrays = _graph_arrays(args.check, g) if args.check is not None else None
+    options = dict(cluster)
+    if arrays is not None:
+        options["input_ranges"] = _input_ranges(g, arrays)
+    what = f"{cluster['cores']} cores, tiled" if cluster else "one core"
+    with stage(console, f"Generating C ({args.numerics} numerics, {what})") as st:
+        program = generate(g, args.numerics, name=args.name, **options)
+        program.write(out)
+        st["note"] = f"{len(program.sources)} files in {out}"
+    _memory_tables(console, program)
+    notes(console, list(mapped.notes) + list(program.notes), "codegen note")
+    target = args.target or ("host" if arrays is not None else None)
+    if target is None:
+        return 0
+    if target != "host" and program.cores:
+        return _cluster_run(console, program, target, out, device, g, arrays, args)
+    runner = _build(console, program, target, out)
+    if arrays is None:
+        return 0
+    return _check(console, program, target, runner, device.reference(g), device.graph_inputs(g, arrays), args)
+
+
+def _cluster_run(
+    console: Any, program: Any, target: str, out: Path, device: Any, graph: Any, arrays: Any, args: Any
+) -> int:
+    """The emulated cluster: build for 1 core and for ``program.cores`` from the same sources, run both, print
+    the per-core instructions and the speed-up, and check the outputs against the device's simulator."""
+    import numpy as np
+
+    from pondlib.codegen.cluster import build_cluster, run_cluster
+
+    if target != "rv32":
+        raise UsageError("pond compile: a cluster program runs emulated on --target rv32 (or on the host)")
+    counts = sorted({1, program.cores})
+    builds = {}
+    with stage(console, f"Cross-compiling for an RV32IMC cluster of {' and '.join(map(str, counts))} core(s)"):
+        for n in counts:
+            builds[n] = build_cluster(program, out / f"rv32_{n}core", cores=n)
+    if arrays is None:
+        return 0
+    x = device.graph_inputs(graph, arrays)
+    runs = {}
+    with stage(console, "Running the emulated cluster") as st:
+        for n in counts:
+            runs[n] = run_cluster(builds[n], x)
+        st["note"] = ", ".join(f"{n} core(s): {runs[n].span_per_step:,.0f} instructions on the critical path"
+                               for n in counts)  # fmt: skip
+    t = table("Instructions per core (one inference)", (("cores", "right"), ("per core", "left"),
+              ("critical path", "right"), ("DMA in / out (bytes)", "right")))  # fmt: skip
+    for n in counts:
+        r = runs[n]
+        per = " ".join(f"{v:,.0f}" for v in np.asarray(r.instructions).reshape(-1))
+        t.add_row(str(n), per, f"{r.span_per_step:,.0f}", f"{r.dma_in_bytes:,} / {r.dma_out_bytes:,}")
+    console.print(t)
+    if len(counts) > 1:
+        speed = runs[1].span_per_step / max(runs[program.cores].span_per_step, 1)
+        console.print(f"speed-up 1 -> {program.cores} cores (emulated): {speed:.2f}x", highlight=False)
+    y_ref = np.asarray(device.reference(graph).run(x)).reshape(-1)
+    diffs = {n: int(np.sum(np.asarray(runs[n].y).reshape(-1).astype(np.int64) != y_ref)) for n in counts}
+    if all(d == 0 for d in diffs.values()):
+        console.print(f"[bold green]bit-exact[/]: all {y_ref.size:,} outputs equal pondlib's on every core count",
+                      highlight=False)  # fmt: skip
+        return 0
+    console.print(f"[bold red]not bit-exact[/]: differing outputs per core count {diffs}", highlight=False)
     return 1

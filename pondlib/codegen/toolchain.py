@@ -74,7 +74,8 @@ def find_cc() -> str:
 def compile_host(
     program: Program, directory: str | Path, *, opt: str = "-O2", extra_flags: tuple[str, ...] = ()
 ) -> Path:
-    """Write ``program`` into ``directory`` and build its harness; return the executable's path.
+    """Write ``program`` into ``directory`` and build its harness; return the executable's path (a cluster
+    program, ``program.cores > 0``, links with ``-pthread``: one thread per core).
 
     Raises:
         CodegenError: the compiler failed (its message included) or none is installed.
@@ -83,7 +84,8 @@ def compile_host(
         raise CodegenError("program", value=type(program).__name__, limit="a pondlib.codegen Program")
     out = program.write(directory).resolve()
     exe = out / program.name
-    cmd = [find_cc(), *HOST_FLAGS, opt, *extra_flags, "-o", str(exe), "main.c", f"{program.name}.c"]
+    threads = ("-pthread",) if getattr(program, "cores", 0) and "-pthread" not in extra_flags else ()
+    cmd = [find_cc(), *HOST_FLAGS, opt, *extra_flags, *threads, "-o", str(exe), "main.c", f"{program.name}.c"]
     try:
         proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -355,6 +355,9 @@ class Program:
         io: what one step reads and writes, and the recorded states.
         memory: flash and RAM per buffer.
         notes: what the emitter decided that a user should know (operation order, tolerances, limits).
+        cores: 0 for a single-core program; else the default core count of a cluster program (its step runs
+            the cluster runtime of :mod:`pondlib.cprogram.cluster`: build the host harness with
+            ``-pthread``, the emulated target with :func:`pondlib.codegen.cluster.build_cluster`).
     """
 
     name: str
@@ -363,6 +366,7 @@ class Program:
     io: IOSpec
     memory: MemoryReport
     notes: tuple[str, ...] = field(default_factory=tuple)
+    cores: int = 0
 
     def write(self, directory: str | Path) -> Path:
         """Write every source into ``directory`` (created if missing, files overwritten); return it."""
@@ -494,6 +498,7 @@ def build_program(
     helpers: str = "",
     notes: Sequence[str] = (),
     description: str = "",
+    cores: int = 0,
 ) -> Program:
     """Assemble the sources of a program (see the module docstring for the layout and the API).
 
@@ -508,6 +513,7 @@ def build_program(
         helpers: ``static`` C functions the step body calls (placed before the step function).
         notes: lines for the README and :attr:`Program.notes`.
         description: one paragraph for the README.
+        cores: 0, or the default core count of a cluster program (:attr:`Program.cores`).
     """
     name = _check_names(name, constants, buffers, (in_ctype, out_ctype))
     states = [b for b in buffers if b.kind == "state"]
@@ -519,7 +525,7 @@ def build_program(
         f"{name}.h": _header(name, numerics, io, buffers, plan),
         f"{name}.c": _source(name, numerics, constants, buffers, plan, code),
         "main.c": render(_PACKAGE, "main.c", net=name, upper=name.upper()),
-        "Makefile": render(_PACKAGE, "Makefile.tmpl", net=name),
+        "Makefile": render(_PACKAGE, "Makefile.tmpl", net=name, threads="-pthread" if cores else ""),
         "README.md": _readme(name, numerics, n_in, in_ctype, n_out, out_ctype, states, memory, notes, description),
     }
     return Program(
@@ -529,6 +535,7 @@ def build_program(
         io=io,
         memory=memory,
         notes=tuple(notes),
+        cores=int(cores),
     )
 
 

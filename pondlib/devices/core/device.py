@@ -435,6 +435,14 @@ class Device(abc.ABC):
         graph) mapped op by op; ``Mapped.config`` is the graph the device runs."""
         raise self._missing("graph path for ONNX models", "map_graph")
 
+    #: True when :meth:`emit` writes tiled, multi-core C for operator graphs (options ``cores``, ``l1_bytes``,
+    #: ``l2_bytes``, ``double_buffer``; ``pond compile --cores --l1 --l2``).
+    cluster_c: bool = False
+
+    def graph_inputs(self, graph: Any, arrays: Any) -> np.ndarray:
+        """The program input ``(1, 1, N_in)`` of a graph's C for one set of input arrays (graph input order)."""
+        raise self._missing("graph path for ONNX models", "graph_inputs")
+
     def run_graph(self, graph: Any, inputs: Any) -> tuple[list[Any], bool]:
         """Run an operator graph bit-exactly on ``inputs`` (one array per graph input, in order): the outputs
         in graph order and whether it ran in integer mode."""

@@ -39,7 +39,7 @@ from pondlib.devices.core.device import (
     simulator_runner,
 )
 from pondlib.devices.core.report import LimitRow, Resource, Table, one_spike_row
-from pondlib.errors import ConfigError, PondError
+from pondlib.errors import CodegenError, ConfigError, PondError
 
 __all__ = ["SiracusaDevice"]
 
@@ -219,21 +219,47 @@ class SiracusaDevice(Device):
         return Specification
 
     # -- C -----------------------------------------------------------------------------------------------
+    cluster_c = True
+
     def emit(self, model: Any, *, name: str = "net", **options: Any) -> Any:
         """Layer chains through :func:`~pondlib.devices.siracusa.codegen.emit`; operator graphs (integer mode)
-        through :func:`~pondlib.devices.siracusa.graph_codegen.emit_graph`."""
+        through :func:`~pondlib.devices.siracusa.graph_codegen.emit_graph`, or, given ``cores`` (with
+        ``l1_bytes``, ``l2_bytes``, ``double_buffer``), the tiled multi-core
+        :func:`~pondlib.devices.siracusa.graph_codegen_cluster.emit_cluster`."""
         from pondlib.graph.opgraph import OpGraph
 
+        cluster = {k: options.pop(k) for k in ("cores", "l1_bytes", "l2_bytes", "double_buffer") if k in options}
         if isinstance(model, OpGraph):
+            options.pop("validate", None)
+            if cluster.get("cores") is not None:
+                import dataclasses
+
+                from pondlib.devices.siracusa.graph_codegen_cluster import emit_cluster
+
+                program = emit_cluster(
+                    model, name=name, **{k: v for k, v in cluster.items() if v is not None}, **options
+                )
+                return program if program.cores else dataclasses.replace(program, cores=int(cluster["cores"]))
             from pondlib.devices.siracusa.graph_codegen import emit_graph
 
-            options.pop("validate", None)
             return emit_graph(model, name=name, **options)
+        if any(v is not None for v in cluster.values()):
+            raise CodegenError(
+                "tiled multi-core C",
+                value="a layer chain (SNN or DNN configuration)",
+                limit="an operator graph (an ONNX model through the graph path)",
+                where="siracusa numerics",
+                fix="compile the chain without --cores/--l1/--l2 (single-core C), or export the model as ONNX",
+            )
         from pondlib.devices.siracusa.codegen import emit
 
         return emit(model, name=name, **options)
 
     def reference(self, config: Any) -> Reference:
+        from pondlib.graph.opgraph import OpGraph
+
+        if isinstance(config, OpGraph):
+            return _graph_reference(config)
         from pondlib.devices.siracusa.sim import SiracusaSim, quantize_input
 
         return Reference(
@@ -281,6 +307,11 @@ class SiracusaDevice(Device):
         extra["graph"] = graph
         summary = f"{len(graph.nodes)} ops"
         return Mapped(self.name, self.limits(limits), mapping, graph, tuple(notes), summary=summary, extra=extra)
+
+    def graph_inputs(self, graph: Any, arrays: Any) -> np.ndarray:
+        from pondlib.devices.siracusa.graph_codegen import pack_inputs
+
+        return pack_inputs(graph, list(arrays))[None, None, :]
 
     def run_graph(self, graph: Any, inputs: Any) -> tuple[list[Any], bool]:
         """:class:`~pondlib.devices.siracusa.graphsim.GraphSim` on ``inputs``, integer mode when
@@ -366,3 +397,25 @@ class SiracusaDevice(Device):
         what = f"Siracusa configuration, {len(cfg.layers)} layers, {cfg.n_input} -> {cfg.n_output}"
         spiking = any(isinstance(layer, QLIF) for layer in cfg.layers)
         return dnn_saved_run(what, x, y if steps else y[:, 0], self.name, spiking=spiking)
+
+
+def _graph_reference(graph: Any) -> Reference:
+    """GraphSim on a graph program's packed input ``(B, T, N_in)`` (graph inputs flattened in order), outputs
+    packed the same way: what :func:`~pondlib.devices.siracusa.graph_codegen.emit_graph` programs compute."""
+    from pondlib.devices.siracusa.graphsim import GraphSim
+
+    sim = GraphSim(graph)
+    shapes = [tuple(t.shape or ()) for t in graph.inputs]
+    sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
+
+    def run(x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=np.int64)
+        out = []
+        for sample in x.reshape(-1, x.shape[-1]):
+            parts = np.split(sample, np.cumsum(sizes)[:-1]) if sizes else []
+            ins = [p.reshape(s) for p, s in zip(parts, shapes)]
+            outs = sim.run(ins, integer=True, record=False).output_list()
+            out.append(np.concatenate([np.asarray(o).reshape(-1) for o in outs]))
+        return np.asarray(out).reshape(x.shape[:-1] + (-1,))
+
+    return Reference(run, lambda x: np.asarray(x, dtype=np.int64))
