@@ -29,6 +29,7 @@ POND_RT void pond_profile(uint32_t marker) { POND_MMIO[6] = marker; }
 #else
 #include <pthread.h>
 #include <stdatomic.h>
+#include <threads.h>
 #define POND_L1
 static _Thread_local int pond_core;
 static atomic_int pond_bar_count;
@@ -42,6 +43,7 @@ POND_RT void pond_barrier(void) {
         atomic_store(&pond_bar_sense, pond_local_sense);
     } else {
         while (atomic_load(&pond_bar_sense) != pond_local_sense) {
+            thrd_yield(); /* more threads than host CPUs: let the others reach the barrier */
         }
     }
 }

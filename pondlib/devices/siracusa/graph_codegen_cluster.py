@@ -16,26 +16,41 @@ is 8-byte aligned. The L1 need of each op and the L2 need (arena + ``x`` + ``y``
 
 * *row-tiled* ops: element-wise ops and RequantShift (as many leading dims as every operand either spans fully
   or broadcasts over), per-row ops (iSoftmax, ITAMax, iRMSNorm, iLayerNorm, ITAPartialMax, QSoftmax, QLayerNorm:
-  the dims before the normalized axis), LUT, MatMul (rows = batch x M, A not broadcast; B whole in L1) and Gemm
-  (rows of M, A not transposed; B whole). An operand spanning the rows is *tiled* (a tile of rows is one
+  the dims before the normalized axis) and LUT. An operand spanning the rows is *tiled* (a tile of rows is one
   contiguous DMA), any other data operand is *whole* (DMA'd once per op); uniform constants stay literals.
+* *row- and column-tiled* ops: MatMul (rows = batch x M, A not broadcast) and Gemm (rows of M, A not
+  transposed): a tile is rows x output columns (column tiles inner). B stays whole in L1 (a batched B: every
+  batch element) while one row with the whole B fits; else B takes column tiles (a B shared by the batch; one
+  that differs per batch element stays whole and is refused when it does not fit). Column tiles of a constant
+  B are kept transposed in flash (generation time; the untransposed array is then not emitted) and of Gemm's
+  ``transB`` B are contiguous rows: one DMA per tile; those of a B (K, N) in L2 (an activation) are K strided
+  rows: one ``pond_dma_start`` per row (``ClusterRow.dma_transfers`` counts them, ``dma_bytes`` counts A's
+  rows again for every column tile). C: per row, per column, both (one DMA per row) or whole.
 * *whole-tensor* ops (Conv, Transpose, Concat, pools, reductions, Slice, Gather, Pad): one tile, every data
   operand and the output whole in L1.
 
-Tile rows: the largest count whose L1 need (whole operands + tiled operands' rows, twice with double buffering,
-+ the output rows) fits ``l1_bytes``, then balanced over the tiles (``ceil(R / n_tiles)``).
+Tile size: MatMul / Gemm columns first when B is tiled: the most that fit with one row (a multiple of 16 when
+16 fit, else of 8 when 8 fit: a GEMV tile splits evenly over 1, 2, 4 or 8 cores), balanced over the column tiles;
+then rows: the largest count whose L1 need (whole operands + tiled operands' parts, twice with double buffering,
++ the output tile) fits ``l1_bytes``, balanced over the row tiles (``ceil(R / n_tiles)``). The smallest tile
+is one row (by one column); an op whose smallest tile does not fit is refused.
 
 **Schedule per op** (template ``graph_cluster_op.c``): core 0 DMAs the whole operands; per tile t, single
-buffered: core 0 DMAs the tile's input rows, waits; barrier; every core computes its share; barrier; core 0 DMAs
-the output rows back to L2 (waited before the next tile's use of L1). Double buffered: tile 0's inputs go with the
-whole operands; at tile t core 0 waits (tile t's inputs and tile t - 1's output are in), barrier, core 0 starts
-tile t + 1's inputs into the other buffer, then computes: the transfer overlaps the computation.
+buffered: core 0 DMAs the tile's inputs, waits; barrier; every core computes its share; barrier; core 0 DMAs
+the output tile back to L2 (waited before the next tile's use of L1). Double buffered: tile 0's inputs go with
+the whole operands; at tile t core 0 waits (tile t's inputs and tile t - 1's output are in), barrier, core 0
+starts tile t + 1's inputs into the other buffer, then computes: the transfer overlaps the computation.
 ``pond_profile(op index * 65536 + tile index)`` marks each tile (core 0, after its inputs arrived).
 
-**Work split.** ``POND_NUM_CORES`` cores (1..8; ``-DPOND_NUM_CORES`` overrides ``cores``): core c of P takes rows
-``[n c / P, n (c + 1) / P)`` of a tile's n rows (MatMul/Gemm: output rows, each with every output channel);
-whole-tensor ops split the outermost loop of more than one iteration of each loop nest (Conv: output channels,
-pools: planes, copies: elements); a kernel without a loop runs on core 0.
+**Work split.** ``POND_NUM_CORES`` cores (1..8; ``-DPOND_NUM_CORES`` overrides ``cores``): core c of P takes
+``[n c / P, n (c + 1) / P)`` of n items. Row-tiled ops split a tile's rows; an element-wise op's tile of fewer
+rows than cores (one row of N values) instead has every core run every row over its share of the row's values
+(the outermost loop of more than one iteration); per-row ops with fewer rows than cores leave cores idle (a row's
+reduction is not split). MatMul / Gemm (template ``graph_cluster_gemm.c``): a tile of at least P rows splits its
+rows (each core every column: a batched GEMV over the batch, as the cycle model of :mod:`~.graph_map`), a
+smaller one, a GEMV above all, splits its output columns (``ceil(nc / P)`` per core and row, the model's GEMM
+split by output channels). Whole-tensor ops split the outermost loop of more than one iteration of each loop
+nest (Conv: output channels, pools: planes, copies: elements); a kernel without a loop runs on core 0.
 
 Example:
     >>> import numpy as np, tempfile
@@ -68,9 +83,9 @@ import numpy as np
 
 from pondlib.cprogram.cluster import MAX_CORES, cluster_runtime
 from pondlib.cprogram.program import CTYPES, Program, build_program, c_identifier, plan_arena
-from pondlib.devices.siracusa.graph_codegen import _OPS, _channel_shape, _Emitter, _finish, _node
+from pondlib.devices.siracusa.graph_codegen import _OPS, _channel_shape, _Emitter, _finish, _matmul_bound, _node
 from pondlib.devices.siracusa.graph_codegen_float import ISLANDS, island_helpers, island_inputs
-from pondlib.devices.siracusa.graph_codegen_ops import _T, _indent, _kernel, _strides
+from pondlib.devices.siracusa.graph_codegen_ops import _T, _acc_type, _indent, _kernel, _strides
 from pondlib.devices.siracusa.limits import SIRACUSA
 from pondlib.errors import CodegenError, PondError
 from pondlib.graph.opgraph import Node, OpGraph
@@ -93,8 +108,10 @@ _FOR = re.compile(r"^(\s*)for \(int32_t (\w+) = 0; \2 < (\d+); \+\+\2\) \{$")
 
 @dataclass(frozen=True)
 class ClusterRow:
-    """One op's plan: ``mode`` 'rows' (tiled) or 'whole'; ``rows`` R, ``tile_rows``, ``n_tiles``; ``buffering``
-    'DB' / 'SB'; ``l1_bytes`` its L1 need; ``l2_bytes`` its output tensor; ``dma_bytes`` planned in + out (B)."""
+    """One op's plan: ``mode`` 'rows' (tiled) or 'whole'; ``rows`` R, ``tile_rows``, ``n_tiles`` (all tiles:
+    row tiles x column tiles); ``buffering`` 'DB' / 'SB'; ``l1_bytes`` its L1 need; ``l2_bytes`` its output
+    tensor; ``dma_bytes`` planned in + out (B, every re-fetch counted); MatMul / Gemm: ``cols`` N, ``tile_cols``,
+    ``col_tiles``; ``dma_transfers``: the ``pond_dma_start`` calls (a strided column tile: one per row)."""
 
     index: int
     name: str
@@ -107,6 +124,10 @@ class ClusterRow:
     l1_bytes: int
     l2_bytes: int
     dma_bytes: int
+    cols: int = 0
+    tile_cols: int = 0
+    col_tiles: int = 1
+    dma_transfers: int = 0
 
 
 @dataclass(frozen=True)
@@ -132,10 +153,17 @@ def _nbytes(ctype: str, n: int) -> int:
 
 @dataclass
 class _Operand:
-    """A data operand of an op: its tensor, L2 pointer, unit elements per row (0: whole) and L1 offsets."""
+    """A data operand of an op: its tensor, how a tile takes it, and its L1 offsets (one, or two buffers).
+
+    ``kind``: 'whole' (DMA'd once per op); 'rows' (``unit`` elements per tile row: one contiguous DMA of the
+    tile's rows); 'cols' (``unit`` elements per output column: one contiguous DMA of the tile's columns, as
+    Gemm's transposed B or a per-column bias); 'grid' (``h`` rows, or the tile's rows when ``h`` is 0, of
+    ``unit`` elements, of which the tile's columns: one DMA per row, as MatMul's B (K, N) or a (M, N) bias)."""
 
     t: _T
-    unit: int  # elements per row when tiled, 0 when whole
+    kind: str = "whole"
+    unit: int = 0
+    h: int = 0
     offs: tuple[int, ...] = ()
 
     def ptr(self, buf: str) -> str:
@@ -146,6 +174,38 @@ class _Operand:
             return str(self.offs[0])
         return {"cur": f"(gc_t & 1 ? {self.offs[1]} : {self.offs[0]})",
                 "next": f"(gc_t & 1 ? {self.offs[0]} : {self.offs[1]})", "first": str(self.offs[0])}[which]  # fmt: skip
+
+    def elements(self, tr: int, tc: int) -> int:
+        """Elements of one L1 buffer for tiles of ``tr`` rows by ``tc`` columns."""
+        return {"whole": self.t.size, "rows": tr * self.unit, "cols": tc * self.unit, "grid": (self.h or tr) * tc}[
+            self.kind
+        ]
+
+    def dma_in(self, em: _Emitter, which: str, r0: str, nr: str, c0: str, nc: str) -> str:
+        """C DMAing this operand's part of the tile (rows r0 .. r0 + nr, columns c0 .. c0 + nc) into L1."""
+        size, src, dst = CTYPES[self.t.ctype][1], em.arr(self.t), f"gc_l1 + {self.buf(which)}"
+        if self.kind == "whole":
+            return _dma(dst, src, _nbytes(self.t.ctype, self.t.size))
+        if self.kind in ("rows", "cols"):
+            start, count = (r0, nr) if self.kind == "rows" else (c0, nc)
+            return _dma(dst, f"{src} + {start} * {self.unit}", f"{count} * {self.unit * size}")
+        h, base = (str(self.h), "0") if self.h else (nr, r0)
+        return f"for (int32_t gc_i = 0; gc_i < {h}; ++gc_i) " + _dma(
+            f"{dst} + gc_i * {nc} * {size}", f"{src} + ({base} + gc_i) * {self.unit} + {c0}", f"{nc} * {size}"
+        )
+
+    def traffic(self, rows: int, cols: int, n_rt: int, n_ct: int) -> tuple[int, int]:
+        """(bytes, transfers) this operand moves over an op of ``n_rt`` x ``n_ct`` tiles."""
+        b = CTYPES[self.t.ctype][1]
+        if self.kind == "whole":
+            return b * self.t.size, 1
+        if self.kind == "rows":
+            return b * n_ct * rows * self.unit, n_rt * n_ct
+        if self.kind == "cols":
+            return b * n_rt * cols * self.unit, n_rt * n_ct
+        if self.h:
+            return b * n_rt * self.h * cols, n_rt * n_ct * self.h
+        return b * rows * cols, n_ct * rows
 
 
 class _TileEm:
@@ -224,42 +284,82 @@ def _batch_offset(batch: tuple[int, ...], bst: list[int], var: str) -> str:
 
 
 class _Spec:
-    """An op's tiling: rows ``R``, data operands, output elements per row, and how to build the unit's inputs."""
+    """An op's tiling: rows ``R``, data operands, output elements per row, and how to build the unit's inputs;
+    ``cols`` N and ``gemm`` (what :func:`_gemm_code` needs) for a MatMul / Gemm, tiled by rows and columns."""
 
     def __init__(self, mode: str, rows: int, ops: dict[int, _Operand], out_unit: int) -> None:
         self.mode, self.rows, self.ops, self.out_unit = mode, rows, ops, out_unit
         self.shapes: dict[int, tuple[int, ...]] = {}  # input index -> the shape the unit kernel sees
         self.extra: dict[int, str] = {}  # input index -> C offset added to a whole operand's pointer
+        self.cols = 0
+        self.gemm: dict[str, Any] = {}
+
+
+def _matmul_spec(node: Node, ins: list, out: _T, col: bool) -> _Spec | None:
+    """A MatMul's row (and with ``col`` column) tiling: rows batch x M of A (not broadcast), B whole in L1
+    (batched B: every batch element, indexed by the row's), or, ``col``, column tiles of a B shared by the batch."""
+    a, b, rank = ins[0], ins[1], len(out.shape)
+    if not (len(a.shape) == rank >= 2 and len(b.shape) >= 2 and a.shape[:-2] == out.shape[:-2] and a.value is None):
+        return None
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = out.shape[:-2]
+    bfull = (1,) * (len(batch) - len(b.shape) + 2) + tuple(b.shape)
+    if col and any(d != 1 for d in bfull[:-2]):
+        return None  # B differs over the batch: whole (a column tile would span several batch elements)
+    s = _Spec("rows", int(np.prod(out.shape[:-1], dtype=np.int64)), {0: _Operand(a, "rows", k)}, n)
+    s.cols = n
+    bound = _matmul_bound(a, b, k)
+    s.gemm = {"k": k, "tb": False, "b": b, "acc": _acc_type(bound, node.label), "c": None}
+    if not _is_literal(b):
+        s.ops[1] = _b_tiles(b, k, n, False) if col else _Operand(b)
+        bst = [0 if bfull[d] == 1 else st for d, st in enumerate(_strides(bfull)[:-2])]
+        s.extra[1] = _batch_offset(batch, bst, f"(gc_g / {m})")
+    return s
+
+
+def _b_tiles(b: _T, k: int, n: int, transposed: bool) -> _Operand:
+    """B's column tiles: a transposed B (N, K) or a constant B, kept transposed in flash (generation time), by
+    contiguous rows (one DMA per tile); a B (K, N) in L2 by K strided rows (one DMA per row)."""
+    if transposed:
+        return _Operand(b, "cols", k)
+    if b.value is not None:
+        bt = np.ascontiguousarray(b.value.reshape(k, n).T)
+        return _Operand(_T((n, k), b.lo, b.hi, b.ctype, "", bt), "cols", k)
+    return _Operand(b, "grid", n, k)
+
+
+def _gemm_spec(node: Node, ins: list, out: _T, col: bool) -> _Spec | None:
+    """A Gemm's row (and with ``col`` column) tiling (A not transposed): B whole, or its column tiles (B (K, N):
+    K strided rows; transposed B (N, K): contiguous rows); C per row, per column, both, or whole."""
+    a, b, c = ins[0], ins[1], ins[2] if len(ins) > 2 else None
+    if int(node.attrs.get("transA", 0)) or len(a.shape) != 2 or a.value is not None:
+        return None
+    tb = int(node.attrs.get("transB", 0))
+    (m, k), n = a.shape, out.shape[1]
+    s = _Spec("rows", m, {0: _Operand(a, "rows", k)}, n)
+    s.cols = n
+    alpha, beta = (int(float(node.attrs.get(key, 1.0))) for key in ("alpha", "beta"))
+    bv = b.value.T if (b.value is not None and tb) else b.value
+    bound = int(np.max(np.abs(bv.astype(object)).sum(axis=0))) * a.amax if bv is not None else k * a.amax * b.amax
+    bound = bound * abs(alpha) + (c.amax * abs(beta) if c is not None else 0)
+    s.gemm = {"k": k, "tb": tb, "b": b, "acc": _acc_type(bound, node.label), "alpha": alpha, "beta": beta, "c": c}
+    if not _is_literal(b):
+        s.ops[1] = _b_tiles(b, k, n, bool(tb)) if col else _Operand(b)
+    if c is not None and beta != 0 and not _is_literal(c):
+        cm, cn = (1,) * (2 - len(c.shape)) + tuple(c.shape)
+        s.gemm["cn"] = cn
+        if cm > 1:
+            s.ops[2] = _Operand(c, "grid", n) if col and cn > 1 else _Operand(c, "rows", cn)
+        else:
+            s.ops[2] = _Operand(c, "cols", 1) if col and cn > 1 else _Operand(c)
+    return s
 
 
 def _spec(node: Node, ins: list, out: _T) -> _Spec:
     op, rank = node.op, len(out.shape)
-    if op == "MatMul":
-        a, b = ins[0], ins[1]
-        if len(a.shape) == rank >= 2 and len(b.shape) >= 2 and a.shape[:-2] == out.shape[:-2] and a.value is None:
-            m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-            batch = out.shape[:-2]
-            s = _Spec("rows", int(np.prod(out.shape[:-1], dtype=np.int64)), {0: _Operand(a, k)}, n)
-            s.shapes[0] = (1, k)
-            if not _is_literal(b):
-                s.ops[1] = _Operand(b, 0)
-                bfull = (1,) * (len(batch) - len(b.shape) + 2) + tuple(b.shape)
-                bst = [0 if bfull[d] == 1 else st for d, st in enumerate(_strides(bfull)[:-2])]
-                s.extra[1] = _batch_offset(batch, bst, f"(gc_g / {m})")
-            s.shapes[1] = (k, n)
-            return s
-    elif op == "Gemm":
-        a, c = ins[0], ins[2] if len(ins) > 2 else None
-        if not int(node.attrs.get("transA", 0)) and len(a.shape) == 2 and a.value is None:
-            m, k = a.shape
-            s = _Spec("rows", m, {0: _Operand(a, k)}, out.shape[1])
-            s.shapes[0] = (1, k)
-            if not _is_literal(ins[1]):
-                s.ops[1] = _Operand(ins[1], 0)
-            if c is not None and not _is_literal(c):
-                ca = (1,) * (2 - len(c.shape)) + tuple(c.shape)
-                s.ops[2] = _Operand(c, ca[1] if ca[0] == m and m > 1 else 0)
-                s.shapes[2] = (1, ca[1]) if s.ops[2].unit else ca
+    if op in ("MatMul", "Gemm"):
+        s = (_matmul_spec if op == "MatMul" else _gemm_spec)(node, ins, out, False)
+        if s is not None:
             return s
     else:
         p, data = _prefix(node, ins, out)
@@ -272,44 +372,67 @@ def _spec(node: Node, ins: list, out: _T) -> _Spec:
                 tiled = al[:p] == out.shape[:p] and rows > 1
                 s.shapes[i] = (1,) * p + al[p:] if tiled else al
                 if not _is_literal(t):
-                    s.ops[i] = _Operand(t, int(np.prod(al[p:], dtype=np.int64)) if tiled else 0)
+                    s.ops[i] = _Operand(t, "rows", int(np.prod(al[p:], dtype=np.int64))) if tiled else _Operand(t)
             return s
     data = range(len(ins)) if op in ("Concat", "Conv", "MatMul", "Gemm") else [0]
     s = _Spec("whole", 1, {}, out.size)
     for i in data:
         if i < len(ins) and ins[i] is not None and not _is_literal(ins[i]) and ins[i].ctype != "float":
-            s.ops[i] = _Operand(ins[i], 0)
+            s.ops[i] = _Operand(ins[i])
     return s
 
 
-def _layout(spec: _Spec, out: _T, tr: int, nbuf: int) -> tuple[int, dict[int, tuple[int, ...]], int]:
-    """(L1 bytes, input index -> L1 offsets, output offset) for tiles of ``tr`` rows."""
+def _layout(spec: _Spec, out: _T, tr: int, tc: int, nbuf: int) -> tuple[int, dict[int, tuple[int, ...]], int]:
+    """(L1 bytes, input index -> L1 offsets, output offset) for tiles of ``tr`` rows (by ``tc`` columns)."""
     pos, offs = 0, {}
     for i, o in spec.ops.items():
-        if not o.unit:
+        if o.kind == "whole":
             offs[i], pos = (pos,), pos + _a(_nbytes(o.t.ctype, o.t.size))
     for i, o in spec.ops.items():
-        if o.unit:
-            size = _a(_nbytes(o.t.ctype, tr * o.unit))
+        if o.kind != "whole":
+            size = _a(_nbytes(o.t.ctype, o.elements(tr, tc)))
             offs[i] = tuple(pos + b * size for b in range(nbuf))
             pos += nbuf * size
-    return pos + _a(_nbytes(out.ctype, tr * spec.out_unit)), offs, pos
+    return pos + _a(_nbytes(out.ctype, tr * (tc if spec.cols else spec.out_unit))), offs, pos
 
 
-def _tile_rows(spec: _Spec, out: _T, node: Node, l1: int, nbuf: int) -> int:
-    need1 = _layout(spec, out, 1, nbuf)[0]
+def _fit(need: Any, hi: int, l1: int) -> int:
+    """The largest v in 1..hi with need(v) <= l1 (need(1) <= l1)."""
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if need(mid) <= l1 else (lo, mid - 1)
+    return lo
+
+
+def _plan(node: Node, ins: list, out: _T, l1: int, double: bool) -> tuple[_Spec, int, int, int]:
+    """(spec, tile rows, tile columns, buffers): rows as many as fit; a MatMul / Gemm whose B does not fit
+    whole with one row takes column tiles (a multiple of 16 columns when 16 fit), balanced over the tiles."""
+    spec = _spec(node, ins, out)
+    nbuf = 2 if double and any(o.kind != "whole" for o in spec.ops.values()) else 1
+    tc = spec.cols
+    if spec.cols and _layout(spec, out, 1, tc, nbuf)[0] > l1:
+        col = (_matmul_spec if node.op == "MatMul" else _gemm_spec)(node, ins, out, True)
+        if col is not None:
+            spec = col
+            if _layout(spec, out, 1, 1, nbuf)[0] <= l1:
+                tc = _fit(lambda c: _layout(spec, out, 1, c, nbuf)[0], spec.cols, l1)
+                step = 16 if tc >= 16 else 8 if tc >= 8 else 1
+                tc -= tc % step
+                n_ct = math.ceil(spec.cols / tc)
+                tc = min(tc, math.ceil(math.ceil(spec.cols / n_ct) / step) * step)
+            else:
+                tc = 1
+    need1 = _layout(spec, out, 1, tc, nbuf)[0]
     if need1 > l1:
-        what = "whole-tensor tile" if spec.mode == "whole" else "smallest tile (one row)"
+        what = "whole-tensor tile" if spec.mode == "whole" else "smallest tile (one row"
+        what += f" x {tc} column(s))" if spec.cols and tc < spec.cols else ")" if spec.mode == "rows" else ""
         raise CodegenError(
             f"L1 for {node.op} ({what})", value=f"{need1} B", limit=f"l1_bytes = {l1}", where=node.label,
             fix=f"pass l1_bytes >= {need1}" + (", or single buffering" if nbuf == 2 else ""),
         )  # fmt: skip
-    lo, hi = 1, spec.rows
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if _layout(spec, out, mid, nbuf)[0] <= l1 else (lo, mid - 1)
-    n_tiles = math.ceil(spec.rows / lo)
-    return math.ceil(spec.rows / n_tiles)
+    tr = _fit(lambda r: _layout(spec, out, r, tc, nbuf)[0], spec.rows, l1)
+    return spec, math.ceil(spec.rows / math.ceil(spec.rows / tr)), tc, nbuf
 
 
 def _one(line: str) -> bool:
@@ -343,13 +466,48 @@ def _split(body: str) -> str:
     return "\n".join(out)
 
 
+def _gemm_code(em: _Emitter, spec: _Spec, out: _T, out_off: int) -> str:
+    """A MatMul / Gemm tile's C (template ``graph_cluster_gemm.c``): the element expressions of A, B and C."""
+    g, acc = spec.gemm, spec.gemm["acc"]
+    k, n_all = g["k"], spec.cols
+    a = spec.ops[0]
+    b = spec.ops.get(1)
+    if b is None:
+        bexpr = em.elem(g["b"], "0")
+    else:
+        ptr = b.ptr(b.buf("cur"))
+        bexpr = {
+            "whole": f"{ptr}[{spec.extra.get(1, '0')} + k * {1 if g['tb'] else n_all} + n * {k if g['tb'] else 1}]",
+            "grid": f"{ptr}[k * gc_nc + n]",
+            "cols": f"{ptr}[n * {k} + k]",
+        }[b.kind]
+    result = "acc" if g.get("alpha", 1) == 1 else f"({acc})({g['alpha']}) * acc"
+    c, beta = g["c"], g.get("beta", 0)
+    if c is not None and beta != 0:
+        o = spec.ops.get(2)
+        if o is None:
+            cterm = em.elem(c, "0")
+        else:
+            col = "n" if g["cn"] > 1 else "0"
+            idx = {"whole": col, "rows": f"gc_r * {o.unit} + {col}", "cols": "n", "grid": "gc_r * gc_nc + n"}[o.kind]
+            cterm = f"{o.ptr(o.buf('cur'))}[{idx}]"
+        cterm = f"({acc}){cterm}"
+        result += f" + {cterm}" if beta == 1 else f" + ({acc})({beta}) * {cterm}"
+    return _kernel(
+        "graph_cluster_gemm.c", acc=acc, k=k, a=f"{a.ptr(a.buf('cur'))}[gc_r * {k} + k]", b=bexpr,
+        dst=f"(({out.ctype} *)(gc_l1 + {out_off}))", out_type=out.ctype, result=result,
+    )  # fmt: skip
+
+
 def _unit_code(em: _Emitter, node: Node, ins: list, out: _T, spec: _Spec, out_off: int) -> str:
-    """The op's C for one row ``gc_r`` of the current tile (rows mode) or for the whole tensor."""
+    """The op's C for the current tile (rows mode: template ``graph_cluster_rows.c``) or the whole tensor."""
+    if spec.gemm:
+        return _gemm_code(em, spec, out, out_off)
     fake = list(ins)
     rows = spec.mode == "rows"
     for i, o in spec.ops.items():
         base = o.ptr(o.buf("cur"))
-        ptr = f"({base} + gc_r * {o.unit})" if o.unit else base
+        ptr = f"({base} + gc_r * {o.unit})" if o.kind == "rows" else base
         if i in spec.extra and spec.extra[i] != "0":
             ptr = f"({base} + {spec.extra[i]})"
         fake[i] = _fake(o.t, spec.shapes.get(i, o.t.shape), ptr)
@@ -363,52 +521,56 @@ def _unit_code(em: _Emitter, node: Node, ins: list, out: _T, spec: _Spec, out_of
     body = "\n".join(tem.text)
     if not rows:
         return _split(body)
-    return (
-        "const int32_t gc_r0 = gc_lo(gc_nr), gc_r1 = gc_hi(gc_nr);\n"
-        "for (int32_t gc_r = gc_r0; gc_r < gc_r1; ++gc_r) {\n"
-        "    const int32_t gc_g = gc_t0 + gc_r;\n    (void)gc_g;\n" + _indent(body) + "\n}"
-    )
+    split = _split(body) if node.op in ELEMENTWISE_OPS and spec.out_unit > 1 else ""
+    values = "gc_lo(" in split
+    return _kernel("graph_cluster_rows.c", values=values, body=body, split_body=split if values else "")
 
 
-def _dma(dst: str, src: str, nbytes: str) -> str:
+def _dma(dst: str, src: str, nbytes: Any) -> str:
     return f"pond_dma_start({dst}, {src}, (uint32_t)({nbytes}));"
 
 
 def _op(em: _Emitter, node: Node, ins: list, out: _T, index: int, cfg: dict) -> tuple[str, ClusterRow]:
     """The C of one op (template ``graph_cluster_op.c``) and its plan row."""
-    spec = _spec(node, ins, out)
-    tiled = [(i, o) for i, o in spec.ops.items() if o.unit]
-    double = bool(cfg["double"] and tiled)
-    nbuf = 2 if double else 1
-    tr = _tile_rows(spec, out, node, cfg["l1"], nbuf)
-    need, offs, out_off = _layout(spec, out, tr, nbuf)
+    spec, tr, tc, nbuf = _plan(node, ins, out, cfg["l1"], cfg["double"])
+    double = nbuf == 2
+    need, offs, out_off = _layout(spec, out, tr, tc, nbuf)
     for i, o in spec.ops.items():
         o.offs = offs[i]
-    n_tiles = math.ceil(spec.rows / tr)
-    size = CTYPES[out.ctype][1]
+    tiled = [o for o in spec.ops.values() if o.kind != "whole"]
+    n_rt, n_ct = math.ceil(spec.rows / tr), math.ceil(spec.cols / tc) if spec.cols else 1
+    size, unit = CTYPES[out.ctype][1], spec.cols or spec.out_unit
 
-    def tile_in(start: str, count: str, which: str) -> str:
-        return "\n".join(
-            _dma(f"gc_l1 + {o.buf(which)}", f"{em.arr(o.t)} + {start} * {o.unit}",
-                 f"{count} * {o.unit * CTYPES[o.t.ctype][1]}")
-            for _, o in tiled
-        )  # fmt: skip
+    def tile_in(which: str, r0: str, nr: str, c0: str, nc: str) -> str:
+        return "\n".join(o.dma_in(em, which, r0, nr, c0, nc) for o in tiled)
 
-    fixed = [_dma(f"gc_l1 + {o.offs[0]}", em.arr(o.t), _nbytes(o.t.ctype, o.t.size)) for o in spec.ops.values()]
-    fixed = [f for f, o in zip(fixed, spec.ops.values()) if not o.unit]
     out_ptr = em.arr(out)
+    if n_ct == 1:
+        tile_out = _dma(f"{out_ptr} + gc_t0 * {unit}", f"gc_l1 + {out_off}", f"gc_nr * {unit * size}")
+    else:
+        tile_out = "for (int32_t gc_i = 0; gc_i < gc_nr; ++gc_i) " + _dma(
+            f"{out_ptr} + (gc_t0 + gc_i) * {unit} + gc_c0", f"gc_l1 + {out_off} + gc_i * gc_nc * {size}",
+            f"gc_nc * {size}",
+        )  # fmt: skip
+    cols = f" x {n_ct} column tile(s) of {tc} of {spec.cols} columns" if spec.cols else ""
     text = _kernel(
         "graph_cluster_op.c", index=index, label=node.label.replace("*/", "* /"), marker=f"{index * 65536}u",
-        summary=f"{spec.mode}: {n_tiles} tile(s) of {tr} of {spec.rows} rows, {'DB' if double else 'SB'}, "
-        f"L1 {need} B", double=double, n_tiles=n_tiles, tile_rows=tr, rows=spec.rows,
-        fixed_in="\n".join(fixed), first_in=tile_in("0", str(tr), "first"), tile_in=tile_in("gc_t0", "gc_nr", "cur"),
-        next_in=tile_in("gc_n0", "gc_nn", "next"), compute=_unit_code(em, node, ins, out, spec, out_off),
-        tile_out=_dma(f"{out_ptr} + gc_t0 * {spec.out_unit}", f"gc_l1 + {out_off}",
-                      f"gc_nr * {spec.out_unit * size}"),
+        summary=f"{spec.mode}: {n_rt} row tile(s) of {tr} of {spec.rows} rows{cols}, {'DB' if double else 'SB'}, "
+        f"L1 {need} B", double=double, cols=bool(spec.cols), n_tiles=n_rt * n_ct, tile_rows=tr, rows=spec.rows,
+        col_tiles=n_ct, tile_cols=tc, n_cols=spec.cols,
+        fixed_in="\n".join(o.dma_in(em, "first", "0", "0", "0", "0") for o in spec.ops.values() if o.kind == "whole"),
+        first_in=tile_in("first", "0", str(tr), "0", str(tc)),
+        tile_in=tile_in("cur", "gc_t0", "gc_nr", "gc_c0", "gc_nc"),
+        next_in=tile_in("next", "gc_n0", "gc_nn", "gc_m0", "gc_mc"),
+        compute=_unit_code(em, node, ins, out, spec, out_off), tile_out=tile_out,
     )  # fmt: skip
-    dma = sum(_nbytes(o.t.ctype, o.t.size) for o in spec.ops.values()) + _nbytes(out.ctype, out.size)
-    row = ClusterRow(index, node.name, node.op, spec.mode, spec.rows, tr, n_tiles, "DB" if double else "SB", need,
-                     _nbytes(out.ctype, out.size), dma)  # fmt: skip
+    traffic = [o.traffic(spec.rows, spec.cols, n_rt, n_ct) for o in spec.ops.values()]
+    out_bytes = _nbytes(out.ctype, out.size)
+    row = ClusterRow(
+        index, node.name, node.op, spec.mode, spec.rows, tr, n_rt * n_ct, "DB" if double else "SB", need, out_bytes,
+        sum(t[0] for t in traffic) + out_bytes, spec.cols, tc if spec.cols else 0, n_ct,
+        sum(t[1] for t in traffic) + (n_rt * n_ct if n_ct == 1 else n_ct * spec.rows),
+    )  # fmt: skip
     return text, row
 
 
@@ -489,6 +651,8 @@ def emit_cluster_report(
                                                                  for b in buffers),
         unused="\n".join(f"(void){b.name};" for b in buffers), ops="\n\n".join(texts),
     )  # fmt: skip
+    used = fn + "\n".join(em.body)  # constants only the single-core emitters named (a B kept transposed): none
+    em.constants[:] = [c for c in em.constants if re.search(rf"\b{c.name}\b", used)]
     helpers = _kernel("graph_helpers.c", **{k: k in em.helpers for k in ("asr32", "asr64", "isqrt", "shr", "fdiv")})
     if em.helpers & {"fquant", "fnorm"}:
         helpers += "\n" + island_helpers("fnorm" in em.helpers)
