@@ -24,9 +24,10 @@ dialect, ORT QDQ models) and compiles as the integer graph's C; ``--check INPUTS
 graph input in order (Deeploy's ``inputs.npz``; an ``.npy`` for one input), quantized integers, and also sets
 the C input types (the narrowest integer type of each input, as Deeploy infers them). ``--cores N`` (1..8),
 ``--l1 BYTES``, ``--l2 BYTES`` and ``--single-buffer`` ask a device with cluster C (``Device.cluster_c``) for
-tiled, DMA-staged, multi-core C: the host runs it with one thread per core; ``--target rv32`` builds it for 1
-and N cores from the same sources, runs both on the emulated cluster (:mod:`pondlib.codegen.cluster`) and
-prints the instructions per core, the DMA bytes, the 1 -> N speed-up and the verdict.
+tiled, DMA-staged, multi-core C of a graph or of a layer chain: the host runs it with one thread per core;
+``--target rv32`` builds it for 1 and N cores from the same sources, runs both on the emulated cluster
+(:mod:`pondlib.codegen.cluster`) and prints the instructions per core, the DMA bytes, the 1 -> N speed-up and
+the verdict.
 
 Errors are one ``error:`` line (exit status 1): a missing or unreadable MODEL, a model the numerics cannot
 emit (an unsupported module names itself), a failed compile (the compiler's message), a bad raster.
@@ -167,11 +168,10 @@ def run(console: Any, args: argparse.Namespace) -> int:
         raise PondError("the output folder is a file", where=str(out), fix="name a folder with -o")
     if path.suffix.lower() == ".onnx":
         return _compile_graph(console, args, path, device, out, _cluster_options(args))
-    if _cluster_options(args):
-        raise UsageError(
-            "pond compile: --cores, --l1, --l2 and --single-buffer apply to ONNX graphs (tiled multi-core C); "
-            "networks and saved configurations compile as single-core C"
-        )
+    cluster = _cluster_options(args)
+    if cluster and (device is None or not device.cluster_c):
+        takers = ", ".join(d.name for d in registry.devices() if d.cluster_c)
+        raise UsageError(f"pond compile: --cores, --l1, --l2 and --single-buffer need --numerics {takers}")
     raster = load_array(args.check, "check raster", "--check") if args.check is not None else None
     if raster is not None and raster.ndim not in (2, 3):
         raise PondError(
@@ -190,8 +190,9 @@ def run(console: Any, args: argparse.Namespace) -> int:
         raise with_flags(err, device) from None
     from pondlib.codegen import generate
 
-    with stage(console, f"Generating C ({args.numerics} numerics)") as st:
-        program = generate(model, args.numerics, name=args.name)
+    what = f", {cluster['cores']} cores, tiled" if cluster else ""
+    with stage(console, f"Generating C ({args.numerics} numerics{what})") as st:
+        program = generate(model, args.numerics, name=args.name, **cluster)
         program.write(out)
         st["note"] = f"{len(program.sources)} files in {out}"
     _memory_tables(console, program)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pondlib.cli import main
+from tests.codegen.test_cli_compile import one_spike_pond  # noqa: F401, F811  (a shared fixture)
 
 DEEPLOY = Path(__file__).resolve().parents[1] / "data" / "deeploy"
 ATTENTION = DEEPLOY / "Kernels" / "Integer" / "Attention"
@@ -70,12 +71,19 @@ def test_bad_cluster_options(tmp_path, capsys, extra, status, words):
     assert words in _text(capsys)
 
 
-def test_cluster_options_need_an_onnx_graph(tmp_path, capsys):
+def test_cluster_options_need_a_device_with_cluster_c(tmp_path, capsys):
     from tests.codegen.test_cli_compile import NIR
 
     nir = next(iter(sorted(NIR.rglob("*.nir"))))
-    assert main(["compile", str(nir), "--numerics", "siracusa", "-o", str(tmp_path / "c"), "--cores", "8"]) == 2
-    assert "ONNX graphs" in _text(capsys)
+    assert main(["compile", str(nir), "--numerics", "xylo", "-o", str(tmp_path / "c"), "--cores", "8"]) == 2
+    assert "--numerics siracusa" in _text(capsys)
+
+
+def test_a_saved_network_compiles_as_tiled_multicore_c(tmp_path, capsys, one_spike_pond):  # noqa: F811
+    model, raster = one_spike_pond
+    args = ["compile", str(model), "--numerics", "siracusa", "-o", str(tmp_path / "c"), "--drop-synapse"]
+    assert main([*args, "--cores", "4", "--l1", "2000", "--check", str(raster)]) == 0
+    assert "bit-exact: all 160 outputs" in _text(capsys)
 
 
 def test_graphs_need_a_device_with_a_graph_path(tmp_path, capsys):

@@ -296,12 +296,30 @@ def _siracusa_models():
 
     generate(island_graph(), "siracusa", name="g")
     generate(_tiny("QSoftmax", _island_attrs(0.1, 0, -128, 127, 1 / 256, -128, -128, 127, 1)), "siracusa", name="g")
-    # the cluster C (graph_codegen_cluster): tiled and whole-tensor ops, double and single buffered
+    # the cluster chains (codegen_cluster): tiled (conv rows, GEMM weight tiles, LIF) double and single buffered,
+    # recorded; chains without L2 buffers (one GEMM writing y), untiled
+    import numpy as np
+
+    from pondlib.devices.siracusa import QLIF, QConv2d, RequantShift
+    from pondlib.devices.siracusa.codegen_cluster import emit_chain_cluster
+
+    conv = QConv2d("c", weight=np.ones((3, 3, 2, 4), dtype=int), in_shape=(6, 5, 2), padding=1, bias=[1, 2, 3, 4],
+                   requant=RequantShift(mul=[1, 2, 3, 4]))  # fmt: skip
+    chain = SiracusaConfig(n_input=60, layers=(
+        conv, QGemm("g", weight=np.ones((120, 16), dtype=int)),
+        QLIF("l", beta_mul=np.arange(16), in_mul=1, add=0, shift=4, threshold=np.arange(1, 17))))  # fmt: skip
+    for double in (True, False):
+        emit_chain_cluster(chain, l1_bytes=600, double_buffer=double, record=True, validate=False)
+    emit_chain_cluster(exact, validate=False)
+    for seed in range(12):
+        emit_chain_cluster(random_config(seed), validate=False, record=bool(seed % 2))
+    # the cluster C (graph_codegen_cluster): row- and column-tiled and whole-tensor ops, double and single
+    # buffered, element-wise (values over the cores) and per-row ops, MatMul / Gemm tiles
     from pondlib.devices.siracusa.graph_codegen_cluster import emit_cluster
     from tests.devices.siracusa.test_graph_cluster import tiled_graph
 
     for double in (True, False):
-        emit_cluster(tiled_graph(), l1_bytes=1200, double_buffer=double)
+        emit_cluster(tiled_graph(), l1_bytes=700, double_buffer=double)
 
 
 def test_every_template_is_used_every_placeholder_filled_every_section_taken_both_ways():

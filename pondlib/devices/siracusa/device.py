@@ -39,7 +39,7 @@ from pondlib.devices.core.device import (
     simulator_runner,
 )
 from pondlib.devices.core.report import LimitRow, Resource, Table, one_spike_row
-from pondlib.errors import CodegenError, ConfigError, PondError
+from pondlib.errors import ConfigError, PondError
 
 __all__ = ["SiracusaDevice"]
 
@@ -225,7 +225,9 @@ class SiracusaDevice(Device):
         """Layer chains through :func:`~pondlib.devices.siracusa.codegen.emit`; operator graphs (integer mode)
         through :func:`~pondlib.devices.siracusa.graph_codegen.emit_graph`, or, given ``cores`` (with
         ``l1_bytes``, ``l2_bytes``, ``double_buffer``), the tiled multi-core
-        :func:`~pondlib.devices.siracusa.graph_codegen_cluster.emit_cluster`."""
+        :func:`~pondlib.devices.siracusa.graph_codegen_cluster.emit_cluster` (graphs) and
+        :func:`~pondlib.devices.siracusa.codegen_cluster.emit_chain_cluster` (chains; any cluster option given:
+        ``cores`` defaults to 8)."""
         from pondlib.graph.opgraph import OpGraph
 
         cluster = {k: options.pop(k) for k in ("cores", "l1_bytes", "l2_bytes", "double_buffer") if k in options}
@@ -244,12 +246,10 @@ class SiracusaDevice(Device):
 
             return emit_graph(model, name=name, **options)
         if any(v is not None for v in cluster.values()):
-            raise CodegenError(
-                "tiled multi-core C",
-                value="a layer chain (SNN or DNN configuration)",
-                limit="an operator graph (an ONNX model through the graph path)",
-                where="siracusa numerics",
-                fix="compile the chain without --cores/--l1/--l2 (single-core C), or export the model as ONNX",
+            from pondlib.devices.siracusa.codegen_cluster import emit_chain_cluster
+
+            return emit_chain_cluster(
+                model, name=name, **{k: v for k, v in cluster.items() if v is not None}, **options
             )
         from pondlib.devices.siracusa.codegen import emit
 
