@@ -325,7 +325,7 @@ def breakdown(o: Out, rn: Runner, one: Result, r: Result) -> None:
             serial_rows += ser
         imb = slowest - mean - ser
         imbalance += imb
-        op = ops.get(m // 65536, "?")
+        op = ops.get(m // 65536, "graph outputs")  # the marker after the last op: the copy of the outputs
         worst[op] = worst.get(op, 0.0) + imb + ser
     outside = (span_n - sum(e.slowest for e in r.run.profile.values()) / steps) - (
         span_1 - sum(e.slowest for e in prof1.values()) / steps

@@ -316,10 +316,11 @@ def _siracusa_models():
     # the cluster C (graph_codegen_cluster): row- and column-tiled and whole-tensor ops, double and single
     # buffered, element-wise (values over the cores) and per-row ops, MatMul / Gemm tiles
     from pondlib.devices.siracusa.graph_codegen_cluster import emit_cluster
-    from tests.devices.siracusa.test_graph_cluster import tiled_graph
+    from tests.devices.siracusa.test_graph_cluster import requant_graph, tiled_graph
 
     for double in (True, False):
         emit_cluster(tiled_graph(), l1_bytes=700, double_buffer=double)
+    emit_cluster(requant_graph(), l1_bytes=600)  # RequantShifts fused into MatMul / Gemm tiles and skipped
 
 
 def test_every_template_is_used_every_placeholder_filled_every_section_taken_both_ways():

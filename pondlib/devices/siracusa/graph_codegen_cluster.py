@@ -3,8 +3,20 @@ r"""Siracusa's integer graphs as the cluster runs them: tensors in L2, tiles DMA
 :func:`emit_cluster` writes the same numbers as :func:`~pondlib.devices.siracusa.graph_codegen.emit_graph` (bit for
 bit ``GraphSim`` in integer mode; range analysis, storage types and packing as documented there), scheduled
 for the cluster runtime of :mod:`pondlib.cprogram.cluster`: the step sets the L2 buffer pointers and runs
-``POND_CLUSTER_RUN(<net>_cluster, x, y)``; every core runs every op in topological order, then the step copies
-the graph outputs into ``y``.
+``POND_CLUSTER_RUN(<net>_cluster, x, y)``; every core runs every op in topological order, then (template
+``graph_cluster_out.c``, after a barrier) the cores copy the graph outputs into ``y``, each its share of every
+output, under the profile marker ``number of ops * 65536`` (so the last op's profile ends with the op, not with
+the copy; on the emulated cluster, where each core runs the whole step, a copy in the step would run on every core).
+
+**RequantShifts skipped and fused** (``ClusterReport.extra``: ``"skipped"``, the names; ``"fused"``, MatMul /
+Gemm name -> RequantShift name; ``ClusterRow.fused``). A RequantShift that the range analysis proves to be the
+identity (uniform ``mul == div``, a power of two, uniform ``add == 0``, no broadcast beyond its input's shape,
+the input's range within the output levels: ``(x 2^s + 2^(s-1)) >> s == x``, never clamped) is skipped: its
+output aliases its input (no C, no DMA), as Deeploy's SkipUnityRequantPass. With ``fuse_requant`` (default), a
+RequantShift that is the only reader of a row- and column-tiled MatMul / Gemm's output (not a graph output), its
+mul and add uniform or one per output column, is fused into the MatMul / Gemm's tiles: each accumulator is
+requantized in L1 as it is computed (template ``graph_requant.c``), only the requantized tile goes back to L2,
+and the int32 tensor between them has no L2 buffer (Deeploy's MatMul / Gemm + RequantShift merge).
 
 **Memory plan.** Every tensor lives in L2: the program's arena (scratch buffers shared by lifetime) and ``x``;
 constants are flash arrays (standing for L2/L3 weights). L1 is one static ``POND_L1`` array, reused by every op
@@ -45,12 +57,16 @@ starts tile t + 1's inputs into the other buffer, then computes: the transfer ov
 **Work split.** ``POND_NUM_CORES`` cores (1..8; ``-DPOND_NUM_CORES`` overrides ``cores``): core c of P takes
 ``[n c / P, n (c + 1) / P)`` of n items. Row-tiled ops split a tile's rows; an element-wise op's tile of fewer
 rows than cores (one row of N values) instead has every core run every row over its share of the row's values
-(the outermost loop of more than one iteration); per-row ops with fewer rows than cores leave cores idle (a row's
-reduction is not split). MatMul / Gemm (template ``graph_cluster_gemm.c``): a tile of at least P rows splits its
-rows (each core every column: a batched GEMV over the batch, as the cycle model of :mod:`~.graph_map`), a
-smaller one, a GEMV above all, splits its output columns (``ceil(nc / P)`` per core and row, the model's GEMM
-split by output channels). Whole-tensor ops split the outermost loop of more than one iteration of each loop
-nest (Conv: output channels, pools: planes, copies: elements); a kernel without a loop runs on core 0.
+(the outermost loop of more than one iteration); iRMSNorm / iLayerNorm likewise: every core computes the row's
+statistics (mean, sum of squares, integer square root) redundantly, then its share of the row's values (the
+division and requantization; no barrier is needed between, each core reads only the input and writes only its
+values), as Deeploy's norm kernels run the serial pass on every core; the other per-row ops with fewer rows than
+cores leave cores idle (a row's reduction is not split). MatMul / Gemm (template ``graph_cluster_gemm.c``): a
+tile of at least P rows splits its rows (each core every column: a batched GEMV over the batch, as the cycle
+model of :mod:`~.graph_map`), a smaller one, a GEMV above all, splits its output columns (``ceil(nc / P)`` per
+core and row, the model's GEMM split by output channels). Whole-tensor ops split the outermost loop of more
+than one iteration of each loop nest (Conv: output channels, pools: planes, copies: elements); a kernel without
+a loop runs on core 0. A split loop computes its bounds once (``pond_core_id`` is a register read).
 
 Example:
     >>> import numpy as np, tempfile
@@ -82,10 +98,12 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.cluster import MAX_CORES, cluster_runtime
-from pondlib.cprogram.program import CTYPES, Program, build_program, c_identifier, plan_arena
+from pondlib.cprogram.program import CTYPES, Program, build_program, c_identifier, c_literal, plan_arena
 from pondlib.devices.siracusa.graph_codegen import _OPS, _channel_shape, _Emitter, _finish, _matmul_bound, _node
 from pondlib.devices.siracusa.graph_codegen_float import ISLANDS, island_helpers, island_inputs
 from pondlib.devices.siracusa.graph_codegen_ops import _T, _acc_type, _indent, _kernel, _strides
+from pondlib.devices.siracusa.kernels import KernelContext
+from pondlib.devices.siracusa.kernels.deeploy_ops import levels_range
 from pondlib.devices.siracusa.limits import SIRACUSA
 from pondlib.errors import CodegenError, PondError
 from pondlib.graph.opgraph import Node, OpGraph
@@ -102,6 +120,8 @@ ELEMENTWISE_OPS: dict[str, int] = {
 }
 #: Per-row ops, tiled by the rows before their normalized axis (input 0 is data, the rest parameters).
 ROW_OPS = ("iSoftmax", "ITAMax", "iRMSNorm", "iLayerNorm", "ITAPartialMax", "QSoftmax", "QLayerNorm")
+#: Per-row ops whose tile of fewer rows than cores splits each row's values (statistics on every core).
+_NORM_OPS = ("iRMSNorm", "iLayerNorm")
 _ALIGN = 8
 _FOR = re.compile(r"^(\s*)for \(int32_t (\w+) = 0; \2 < (\d+); \+\+\2\) \{$")
 
@@ -111,7 +131,8 @@ class ClusterRow:
     """One op's plan: ``mode`` 'rows' (tiled) or 'whole'; ``rows`` R, ``tile_rows``, ``n_tiles`` (all tiles:
     row tiles x column tiles); ``buffering`` 'DB' / 'SB'; ``l1_bytes`` its L1 need; ``l2_bytes`` its output
     tensor; ``dma_bytes`` planned in + out (B, every re-fetch counted); MatMul / Gemm: ``cols`` N, ``tile_cols``,
-    ``col_tiles``; ``dma_transfers``: the ``pond_dma_start`` calls (a strided column tile: one per row)."""
+    ``col_tiles``; ``dma_transfers``: the ``pond_dma_start`` calls (a strided column tile: one per row);
+    ``fused``: the RequantShift requantizing a MatMul / Gemm's tiles in L1 (its name), else ''."""
 
     index: int
     name: str
@@ -128,11 +149,13 @@ class ClusterRow:
     tile_cols: int = 0
     col_tiles: int = 1
     dma_transfers: int = 0
+    fused: str = ""
 
 
 @dataclass(frozen=True)
 class ClusterReport:
-    """The plan of :func:`emit_cluster`: a row per op with C, the L1 arena and the L2 need (bytes), the limits."""
+    """The plan of :func:`emit_cluster`: a row per op with C, the L1 arena and the L2 need (bytes), the limits;
+    ``extra``: ``"skipped"`` (identity RequantShifts, aliased) and ``"fused"`` (MatMul / Gemm -> RequantShift)."""
 
     rows: tuple[ClusterRow, ...]
     l1_arena: int
@@ -440,6 +463,12 @@ def _one(line: str) -> bool:
     return bool(m) and int(m.group(3)) == 1
 
 
+def _core_loop(ind: str, v: str, n: Any) -> str:
+    """A loop header over this core's share of ``n`` iterations (bounds computed once: ``pond_core_id`` is a
+    register read the compiler cannot hoist)."""
+    return f"{ind}for (int32_t {v} = gc_lo({n}), {v}_end = gc_hi({n}); {v} < {v}_end; ++{v}) {{"
+
+
 def _split(body: str) -> str:
     """Each loop nest of ``body`` with its outermost loop of more than one iteration split over the cores
     (``gc_lo`` / ``gc_hi``); a part without such a loop runs on core 0."""
@@ -459,11 +488,24 @@ def _split(body: str) -> str:
         m = _FOR.match(chunk[k]) if k < len(chunk) else None
         if m and not chunk[0].startswith(" ") and all(_FOR.match(c) for c in chunk[:k]):
             ind, v, n = m.groups()
-            chunk[k] = f"{ind}for (int32_t {v} = gc_lo({n}); {v} < gc_hi({n}); ++{v}) {{"
+            chunk[k] = _core_loop(ind, v, n)
             out.append("\n".join(chunk))
         elif any(c.strip() for c in chunk):
             out.append("if (gc_core == 0) {\n" + _indent("\n".join(chunk)) + "\n}")
     return "\n".join(out)
+
+
+def _split_last(body: str) -> str:
+    """A norm's row (template ``graph_norm.c``) with its last loop (the division and requantization of the
+    row's values) split over the cores: every core computes the row's statistics, then its share of values."""
+    lines = body.split("\n")
+    for i in range(len(lines) - 1, -1, -1):
+        m = _FOR.match(lines[i])
+        if m:
+            ind, v, n = m.groups()
+            lines[i] = _core_loop(ind, v, n)
+            return "\n".join(lines)
+    return ""
 
 
 def _gemm_code(em: _Emitter, spec: _Spec, out: _T, out_off: int) -> str:
@@ -493,10 +535,49 @@ def _gemm_code(em: _Emitter, spec: _Spec, out: _T, out_off: int) -> str:
             cterm = f"{o.ptr(o.buf('cur'))}[{idx}]"
         cterm = f"({acc}){cterm}"
         result += f" + {cterm}" if beta == 1 else f" + ({acc})({beta}) * {cterm}"
+    dst = f"(({out.ctype} *)(gc_l1 + {out_off}))[gc_r * gc_nc + n]"
+    store = f"{dst} = ({out.ctype})({result});"
+    if "rq" in g:
+        store = _requant_store(em, g["rq"], f"({acc})({result})", dst, out)
     return _kernel(
-        "graph_cluster_gemm.c", acc=acc, k=k, a=f"{a.ptr(a.buf('cur'))}[gc_r * {k} + k]", b=bexpr,
-        dst=f"(({out.ctype} *)(gc_l1 + {out_off}))", out_type=out.ctype, result=result,
+        "graph_cluster_gemm.c", acc=acc, k=k, a=f"{a.ptr(a.buf('cur'))}[gc_r * {k} + k]", b=bexpr, store=store
+    )
+
+
+def _requant_store(em: _Emitter, rq: tuple, x: str, dst: str, out: _T) -> str:
+    """C requantizing a MatMul / Gemm result ``x`` into ``dst`` (a fused RequantShift, template
+    ``graph_requant.c``): its mul / add uniform or per output column (``gc_c0 + n``)."""
+    node, (h, mul, add) = rq[0], rq[1][:3]
+    div = int(float(np.asarray(node.attrs.get("div")).reshape(-1)[0]))
+    shift = div.bit_length() - 1
+    half = (1 << (shift - 1)) if shift > 0 else 0
+    acc = _acc_type(h.amax * mul.amax + add.amax + half, node.label)
+    mv, av = (em.elem(t, "(gc_c0 + n)" if t.size > 1 else "0") for t in (mul, add))
+    return _kernel(
+        "graph_requant.c", acc=acc, x=x, mul=mv, add=av, rounding=shift > 0, asr=em.asr(acc) if shift > 0 else "",
+        half=c_literal(half, acc), shift=shift, dst=dst, out_type=out.ctype, lo=out.lo, hi=out.hi,
     )  # fmt: skip
+
+
+def _fusable(graph: OpGraph, node: Node, readers: dict[str, list[Node]]) -> Node | None:
+    """The RequantShift that is the only reader of a MatMul / Gemm's output (not a graph output), else None."""
+    if node.op not in ("MatMul", "Gemm") or not node.outputs or node.outputs[0] in graph.output_names:
+        return None
+    rd = readers.get(node.outputs[0], [])
+    if len(rd) != 1 or rd[0].op != "RequantShift" or list(rd[0].inputs[:1]) != [node.outputs[0]]:
+        return None
+    return rd[0] if node.outputs[0] not in rd[0].inputs[1:] else None
+
+
+def _per_column(h: _T, ins: list) -> bool:
+    """Whether a RequantShift's mul and add (constants) are uniform or one value per column of ``h``."""
+    if len(ins) < 3 or any(t is None or t.value is None for t in ins[1:3]) or not h.shape:
+        return False
+    for t in ins[1:3]:
+        al = (1,) * (len(h.shape) - len(_channel_shape(t, h))) + tuple(_channel_shape(t, h))
+        if len(al) != len(h.shape) or any(d != 1 for d in al[:-1]) or al[-1] not in (1, h.shape[-1]):
+            return False
+    return True
 
 
 def _unit_code(em: _Emitter, node: Node, ins: list, out: _T, spec: _Spec, out_off: int) -> str:
@@ -521,7 +602,11 @@ def _unit_code(em: _Emitter, node: Node, ins: list, out: _T, spec: _Spec, out_of
     body = "\n".join(tem.text)
     if not rows:
         return _split(body)
-    split = _split(body) if node.op in ELEMENTWISE_OPS and spec.out_unit > 1 else ""
+    split = ""
+    if node.op in ELEMENTWISE_OPS and spec.out_unit > 1:
+        split = _split(body)
+    elif node.op in _NORM_OPS and spec.out_unit > 1:
+        split = _split_last(body)
     values = "gc_lo(" in split
     return _kernel("graph_cluster_rows.c", values=values, body=body, split_body=split if values else "")
 
@@ -530,9 +615,31 @@ def _dma(dst: str, src: str, nbytes: Any) -> str:
     return f"pond_dma_start({dst}, {src}, (uint32_t)({nbytes}));"
 
 
-def _op(em: _Emitter, node: Node, ins: list, out: _T, index: int, cfg: dict) -> tuple[str, ClusterRow]:
-    """The C of one op (template ``graph_cluster_op.c``) and its plan row."""
+def _fuse(em: _Emitter, graph: OpGraph, node: Node, ins: list, h: _T, readers: dict) -> tuple | None:
+    """(RequantShift, its inputs) fused into the tiles of the MatMul / Gemm ``node`` just emitted (output ``h``):
+    the RequantShift is emitted (range analysis) and ``h``'s L2 buffer dropped; None when not fusable."""
+    rq = _fusable(graph, node, readers)
+    if rq is None or not _spec(node, ins, h).gemm:
+        return None
+    rq_ins = _inputs_of(em, rq)
+    if not _per_column(h, rq_ins) or _identity_requant(em, rq, rq_ins):
+        return None
+    _node(em, rq)
+    em.body = []
+    y = em.tensors.get(rq.outputs[0])
+    if y is None or y.buf != em.names.get(rq.outputs[0]) or y.shape != h.shape:
+        raise CodegenError("fused RequantShift", value=rq.label, limit="a new tensor of its input's shape")
+    del em.buffers[h.buf]
+    return rq, rq_ins
+
+
+def _op(
+    em: _Emitter, node: Node, ins: list, out: _T, index: int, cfg: dict, rq: tuple | None = None
+) -> tuple[str, ClusterRow]:
+    """The C of one op (template ``graph_cluster_op.c``) and its plan row (``rq``: a fused RequantShift)."""
     spec, tr, tc, nbuf = _plan(node, ins, out, cfg["l1"], cfg["double"])
+    if rq is not None:
+        spec.gemm["rq"] = rq
     double = nbuf == 2
     need, offs, out_off = _layout(spec, out, tr, tc, nbuf)
     for i, o in spec.ops.items():
@@ -569,9 +676,27 @@ def _op(em: _Emitter, node: Node, ins: list, out: _T, index: int, cfg: dict) -> 
     row = ClusterRow(
         index, node.name, node.op, spec.mode, spec.rows, tr, n_rt * n_ct, "DB" if double else "SB", need, out_bytes,
         sum(t[0] for t in traffic) + out_bytes, spec.cols, tc if spec.cols else 0, n_ct,
-        sum(t[1] for t in traffic) + (n_rt * n_ct if n_ct == 1 else n_ct * spec.rows),
+        sum(t[1] for t in traffic) + (n_rt * n_ct if n_ct == 1 else n_ct * spec.rows), rq[0].name if rq else "",
     )  # fmt: skip
     return text, row
+
+
+def _identity_requant(em: _Emitter, node: Node, ins: list) -> bool:
+    """Whether a RequantShift returns its input unchanged on the input's whole range: uniform ``mul == div``
+    (a power of two, ``2^s``: ``(x 2^s + 2^(s-1)) >> s == x``), uniform ``add == 0``, no broadcast beyond the
+    input's shape, and the input's range within the output's levels (no clamp)."""
+    x, mul, add = (ins + [None, None, None])[:3]
+    if x is None or x.value is not None or mul is None or add is None or mul.value is None or add.value is None:
+        return False
+    div = int(float(np.asarray(node.attrs.get("div")).reshape(-1)[0]))
+    m, a = mul.uniform(), add.uniform()
+    if div < 1 or div & (div - 1) or m != div or a != 0:
+        return False
+    if tuple(np.broadcast_shapes(x.shape, _channel_shape(mul, x), _channel_shape(add, x))) != tuple(x.shape):
+        return False
+    levels = node.attrs.get("n_levels_out", node.attrs.get("n_levels", 256))
+    lo, hi = levels_range(levels, node.attrs.get("signed", 1), KernelContext(True, em.graph.opset, node.label))
+    return lo <= x.lo and x.hi <= hi
 
 
 def _inputs_of(em: _Emitter, node: Node) -> list:
@@ -608,6 +733,15 @@ def _l2_check(em: _Emitter, buffers: list, n_out: int, out_type: str, l2: int, l
     return need
 
 
+def _outputs_code(em: _Emitter, graph: OpGraph, n_ops: int, out_type: str) -> str:
+    """C copying the graph outputs into ``y`` over the cores (template ``graph_cluster_out.c``)."""
+    copies, off = [], 0
+    for t in (em.get(n) for n in graph.output_names):
+        copies.append(_core_loop("", "i", t.size)[:-1] + f"y[{off} + i] = ({out_type}){em.arr(t)}[i];")
+        off += t.size
+    return _kernel("graph_cluster_out.c", marker=f"{n_ops * 65536}u", out_type=out_type, copies="\n".join(copies))
+
+
 def emit_cluster_report(
     graph: OpGraph,
     *,
@@ -617,16 +751,27 @@ def emit_cluster_report(
     l2_bytes: int | None = None,
     double_buffer: bool = True,
     input_ranges: Mapping[str, tuple[int, int]] | None = None,
+    fuse_requant: bool = True,
 ) -> tuple[Program, ClusterReport]:
     """:func:`emit_cluster`'s program and its plan (a :class:`ClusterRow` per op with C)."""
     cores, l1, l2, double = _check_args(graph, cores, l1_bytes, l2_bytes, double_buffer)
     name = c_identifier(name, "program name")
     em = _Emitter(graph, False, dict(input_ranges or {}))
-    cfg = {"l1": l1, "double": double}
-    texts, rows, labels = [], [], []
+    cfg = {"l1": l1, "double": double, "fuse": fuse_requant}
+    texts, rows, labels, skipped, fused = [], [], [], [], {}
+    readers: dict[str, list[Node]] = {}
+    for n in graph.nodes:
+        for t in dict.fromkeys(n.inputs):
+            readers.setdefault(t, []).append(n)
     for node in em.sim.order:
+        if node.name in fused.values():
+            continue  # a RequantShift fused into its producer's tiles
         try:
             ins = _inputs_of(em, node)
+            if node.op == "RequantShift" and _identity_requant(em, node, ins):
+                em.alias(node.outputs[0], ins[0], ins[0].shape)
+                skipped.append(node.name)
+                continue
             known = set(em.tensors)
             _node(em, node)
             em.body = []
@@ -634,7 +779,11 @@ def emit_cluster_report(
             out = em.tensors.get(out_name)
             if out_name in known or out is None or out.buf != em.names.get(out_name):
                 continue  # folded into a constant, or an alias of its input: no C
-            text, row = _op(em, node, ins, out, len(rows), cfg)
+            rq = _fuse(em, graph, node, ins, out, readers) if cfg["fuse"] else None
+            if rq is not None:
+                fused[node.name] = rq[0].name
+                out = em.tensors[rq[0].outputs[0]]
+            text, row = _op(em, node, ins, out, len(rows), cfg, rq)
         except CodegenError:
             raise
         except PondError as err:
@@ -643,6 +792,8 @@ def emit_cluster_report(
         rows.append(row)
         labels.append(node.label)
     buffers, out_type, n_out = _finish(em)
+    em.body.pop()  # graph_codegen's output copies (one core's): the cluster function copies them, split
+    texts.append(_outputs_code(em, graph, len(rows), out_type))
     l2_need = _l2_check(em, buffers, n_out, out_type, l2, labels or ["the graph outputs"])
     arena = _a(max((r.l1_bytes for r in rows), default=_ALIGN))
     fn = _kernel(
@@ -658,7 +809,8 @@ def emit_cluster_report(
         helpers += "\n" + island_helpers("fnorm" in em.helpers)
     step = "\n".join(f"{name}_gc.{b.name} = {b.name};" for b in buffers)
     step += f"\nPOND_CLUSTER_RUN({name}_cluster, x, y);\n" + "\n".join(em.body)
-    report = ClusterReport(tuple(rows), arena, l2_need, l1, l2, cores)
+    extra = {"skipped": tuple(skipped), "fused": fused}
+    report = ClusterReport(tuple(rows), arena, l2_need, l1, l2, cores, extra)
     notes = [
         f"x packs the graph inputs {list(graph.input_names)} in order, each flattened in C order ({em.in_ctype})",
         f"y packs the graph outputs {list(graph.output_names)} in order, each flattened in C order ({out_type})",
@@ -684,6 +836,7 @@ def emit_cluster(
     l2_bytes: int | None = None,
     double_buffer: bool = True,
     input_ranges: Mapping[str, tuple[int, int]] | None = None,
+    fuse_requant: bool = True,
 ) -> Program:
     """C for the cluster (module docstring), equal to ``GraphSim(graph).run(inputs, integer=True)``.
 
@@ -694,6 +847,7 @@ def emit_cluster(
         l1_bytes: the L1 the tiles may use (B); l2_bytes: the L2 (B; default Siracusa's 2 MiB).
         double_buffer: prefetch the next tile's inputs while computing (tiled ops).
         input_ranges: graph input name -> ``(lo, hi)`` (as :func:`~.graph_codegen.emit_graph`).
+        fuse_requant: requantize a MatMul / Gemm's tiles in L1 when a RequantShift is its output's only reader.
 
     Raises:
         CodegenError: cores outside 1..8, an op whose smallest tile exceeds ``l1_bytes``, an L2 need beyond
@@ -701,5 +855,5 @@ def emit_cluster(
     """
     return emit_cluster_report(
         graph, name=name, cores=cores, l1_bytes=l1_bytes, l2_bytes=l2_bytes, double_buffer=double_buffer,
-        input_ranges=input_ranges,
+        input_ranges=input_ranges, fuse_requant=fuse_requant,
     )[0]  # fmt: skip

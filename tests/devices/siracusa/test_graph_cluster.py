@@ -93,6 +93,80 @@ def gemv_graph() -> OpGraph:
     return OpGraph((TensorInfo("x", (1, 64), "int8"),), (TensorInfo("y", (2, 64), "int64"),), nodes, consts)
 
 
+def requant_graph() -> OpGraph:
+    """Two rows (fewer than cores): a MatMul requantized per column and a Gemm requantized by a scalar (each
+    RequantShift its producer's only reader: fused), a MatMul read by a RequantShift and an Add (not fused), an
+    iRMSNorm and an iLayerNorm of two rows (values over the cores), and an identity RequantShift (mul == div,
+    add == 0, an int8 input) after a Transpose (skipped: an alias), itself a graph output."""
+    rng = np.random.default_rng(5)
+    consts = {
+        "w": rng.integers(-8, 8, (32, 24)).astype(np.float32), "m1": np.float32(rng.integers(1, 9, 24)),
+        "gw": rng.integers(-8, 8, (24, 16)).astype(np.float32), "gc": np.float32(np.arange(16)),
+        "w3": rng.integers(-8, 8, (16, 16)).astype(np.float32), "m": np.float32(5), "z": np.float32(3),
+        "nw": rng.integers(1, 20, 16).astype(np.float32), "nb": rng.integers(-9, 9, 16).astype(np.float32),
+        "sixteen": np.float32(16), "zero": np.float32(0),
+    }  # fmt: skip
+    unit = {"div": 16.0, "n_levels_out": 256.0, "signed": 1.0}
+    nodes = (
+        Node("mm", "MatMul", ("x", "w"), ("h",)),
+        Node("rq1", "RequantShift", ("h", "m1", "z"), ("a",), _RQ),
+        Node("gemm", "Gemm", ("a", "gw", "gc"), ("gg",), {"transB": 0}),
+        Node("rq2", "RequantShift", ("gg", "m", "z"), ("b",), _RQ),
+        Node("mm3", "MatMul", ("b", "w3"), ("h3",)),
+        Node("rq3", "RequantShift", ("h3", "sixteen", "zero"), ("c",), unit),  # not the identity: h3 > int8
+        Node("add", "Add", ("h3", "h3"), ("h3s",)),
+        Node("rms", "iRMSNorm", ("b", "nw"), ("r",), {"D": 16, "n_levels": 256}),
+        Node("ln", "iLayerNorm", ("b", "nw", "nb"), ("n",), {"D": 16, "n_levels": 256}),
+        Node("tr", "Transpose", ("x4",), ("t",), {"perm": [1, 0]}),
+        Node("rqi", "RequantShift", ("t", "sixteen", "zero"), ("ti",), unit),
+    )
+    shapes = {"r": (2, 16), "n": (2, 16), "c": (2, 16), "h3s": (2, 16), "ti": (8, 4)}
+    inputs = (TensorInfo("x", (2, 32), "int8"), TensorInfo("x4", (4, 8), "int8"))
+    return OpGraph(inputs, tuple(TensorInfo(o, sh, "int64") for o, sh in shapes.items()), nodes, consts)
+
+
+@pytest.mark.parametrize("l1, cores, fuse", [(600, 2, True), (64000, 8, True), (64000, 8, False)])
+def test_requant_skipped_fused_and_norm_rows_split_equal_graphsim(l1, cores, fuse, tmp_path):
+    g = requant_graph()
+    prog, rep = emit_cluster_report(g, l1_bytes=l1, cores=cores, fuse_requant=fuse)
+    ops = [(r.name, r.fused) for r in rep.rows]
+    assert rep.extra["skipped"] == ("rqi",) and "rqi" not in {r.name for r in rep.rows}
+    if fuse:
+        assert rep.extra["fused"] == {"mm": "rq1", "gemm": "rq2"} and ("mm", "rq1") in ops and ("gemm", "rq2") in ops
+        assert not {"rq1", "rq2"} & {r.name for r in rep.rows} and "rq3" in {r.name for r in rep.rows}
+        mm = next(r for r in rep.rows if r.name == "mm")
+        assert mm.l2_bytes == 2 * 24 and (mm.col_tiles > 1) == (l1 == 600)  # int8 out; column tiles: gc_c0 + n
+    else:
+        assert rep.extra["fused"] == {} and {"rq1", "rq2", "rq3"} <= {r.name for r in rep.rows}
+    src = prog.sources["net.c"]
+    assert src.count("for (int32_t j = gc_lo(16), j_end = gc_hi(16); j < j_end; ++j) {") == 2  # iRMSNorm, iLayerNorm
+    assert f"pond_profile((uint32_t){len(rep.rows) * 65536}u)" in src  # the graph outputs' copy, split
+    exe = compile_host(prog, tmp_path, extra_flags=("-pthread", f"-DPOND_NUM_CORES={cores}"))
+    for seed in (1, 2):
+        _check(g, prog, {cores: exe}, _inputs(g, seed))
+
+
+@pytest.mark.slow
+def test_one_row_norm_splits_values_on_the_emulated_cluster(tmp_path):
+    from pondlib.codegen.cluster import build_cluster, run_cluster
+
+    g = OpGraph((TensorInfo("x", (1, 256), "int8"),), (TensorInfo("y", (1, 256), "int64"),),
+                (Node("rms", "iRMSNorm", ("x", "w"), ("y",), {"D": 16, "n_levels": 256}),),
+                {"w": np.float32(np.arange(1, 257))})  # fmt: skip
+    prog = emit_cluster(g, l1_bytes=64000)
+    ins = _inputs(g)
+    want = np.asarray(GraphSim(g).run(ins, integer=True).output_list()[0]).reshape(1, 256)
+    runs = {}
+    for cores in (1, 8):
+        runs[cores] = run = run_cluster(
+            build_cluster(prog, tmp_path / f"e{cores}", cores=cores), pack_inputs(g, ins)[None]
+        )
+        assert np.array_equal(unpack_outputs(g, run.y[0])[0], want), cores
+    per_core = runs[8].instructions
+    assert min(per_core) > 0.5 * max(per_core), per_core  # every core computes, not one
+    assert runs[8].span < runs[1].span / 2
+
+
 def _inputs(g: OpGraph, seed: int = 1) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     return [rng.integers(-128, 128, info.shape) for info in g.inputs]

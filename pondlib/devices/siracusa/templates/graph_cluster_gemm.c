@@ -3,8 +3,9 @@
 ## Work split: a tile of at least POND_NUM_CORES rows splits its rows over the cores (each core every column
 ## of its rows: a batched GEMV over the batch), a smaller one (a GEMV) splits its output columns (core c of P
 ## takes [nc c / P, nc (c + 1) / P) of every row). acc is $acc (the range analysis' bound); $a / $b: A's and
-## B's element (k, n) as C (A's tile row gc_r, B's whole array, column tile or literal); $result: the stored
-## expression of acc (acc, or Gemm's alpha acc + beta C), cast to $out_type.
+## B's element (k, n) as C (A's tile row gc_r, B's whole array, column tile or literal); $store: the statement
+## storing the result (acc, or Gemm's alpha acc + beta C) into the output tile's element gc_r * gc_nc + n, cast
+## to the output type, or requantized there (a RequantShift fused into the tile: template graph_requant.c).
 const int gc_by_rows = gc_nr >= POND_NUM_CORES;
 const int32_t gc_r0 = gc_by_rows ? gc_lo(gc_nr) : 0, gc_r1 = gc_by_rows ? gc_hi(gc_nr) : gc_nr;
 const int32_t gc_j0 = gc_by_rows ? 0 : gc_lo(gc_nc), gc_j1 = gc_by_rows ? gc_nc : gc_hi(gc_nc);
@@ -14,6 +15,6 @@ for (int32_t gc_r = gc_r0; gc_r < gc_r1; ++gc_r) {
     for (int32_t n = gc_j0; n < gc_j1; ++n) {
         $acc acc = 0;
         for (int32_t k = 0; k < $k; ++k) acc += ($acc)$a * ($acc)$b;
-        $dst[gc_r * gc_nc + n] = ($out_type)($result);
+        $store
     }
 }
