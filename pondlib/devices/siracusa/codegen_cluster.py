@@ -253,7 +253,7 @@ def _conv(em: _Emitter, i: int, layer: QConv2d, src: tuple, dst: str, acc: str |
     idx = f"((oh - {oh0}) * {Wo} + ow) * {O} + o"
     finish = _finish_acc(em, i, layer, exact, O, idx, "cl_out_s", _acc_name(acc, dst))
     kernel = _kernel(
-        "chain_cluster_conv.c", src="cl_in_s", dst="cl_out_s", wt="cl_w_s", h=H, w=W, c=C, wo=Wo, o=O,
+        "conv.c", src="cl_in_s", dst="cl_out_s", wt="cl_w_s", h=H, w=W, c=C, wo=Wo, o=O,
         og=O // layer.groups, kh=kh, kw=kw, cg=cg, stride=layer.stride, pad=layer.padding, exact=exact, bias=bias,
         finish=finish, oh0=oh0, oh1=f"({oh0} + cl_cnt)",
     )  # fmt: skip

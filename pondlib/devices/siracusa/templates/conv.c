@@ -1,8 +1,10 @@
 ## QConv2d over the NHWC input, zero padding, stride, groups: acc[oh, ow, o] = W32(bias[o] + sum over ki, kj, c of
 ## x[oh s - p + ki, ow s - p + kj, g cg + c] w[o, ki, kj, c]) with g = o / (O / groups); the weight is stored
 ## (O, kh, kw, C/groups). exact / wrapping accumulator as for QGemm; $bias: a literal or a constant indexed by o.
-/* $src[$h][$w][$c] -> $dst[$ho][$wo][$o] (HWC); weights $wt[$o][$kh][$kw][$cg] */
-for (int32_t oh = 0; oh < $ho; ++oh)
+## Output rows $oh0 .. $oh1 (0 .. H_out for the whole layer; a core's share of a tile in the cluster C, whose
+## $finish indexes its output from the share's first row).
+/* $src[$h][$w][$c] -> $dst[rows][$wo][$o] (HWC); weights $wt[$o][$kh][$kw][$cg] */
+for (int32_t oh = $oh0; oh < $oh1; ++oh)
 for (int32_t ow = 0; ow < $wo; ++ow)
 for (int32_t o = 0; o < $o; ++o) {
     const int32_t g = o / $og;
