@@ -463,15 +463,21 @@ def _spike_condition(em: _Emitter, i: int, layer: QLIF, lo: int, hi: int) -> str
 
 
 def _lif(em: _Emitter, i: int, layer: QLIF, src: str, dst: str, vbuf: str, vtype: str) -> str:
-    n = layer.n
+    return _lif_kernel(em, i, layer, layer.n, src, dst, vbuf, vtype)
+
+
+def _lif_kernel(em: _Emitter, i: int, layer: QLIF, n: Any, src: str, dst: str, vbuf: str, vtype: str) -> str:
+    """``lif.c`` over ``n`` neurons (a count, or a C expression for a core's share in the cluster C); the
+    per-neuron parameters are layer ``i``'s constants (or literals when equal over the layer)."""
     em.helpers.update(("mul", "i32"))
-    beta = em.param(f"k{i}_beta", layer.beta_mul, n, "n", "u32")
-    inm = em.param(f"k{i}_inm", layer.in_mul, n, "n", "u32")
-    add = em.param(f"k{i}_ladd", layer.add, n, "n", "u32")
+    size = layer.n
+    beta = em.param(f"k{i}_beta", layer.beta_mul, size, "n", "u32")
+    inm = em.param(f"k{i}_inm", layer.in_mul, size, "n", "u32")
+    add = em.param(f"k{i}_ladd", layer.add, size, "n", "u32")
     lo, hi = max(layer.state_range[0], _I32_LO), min(layer.state_range[1], _I32_HI)
     spike = _spike_condition(em, i, layer, lo, hi)
     reset_zero = layer.reset == "zero"
-    thr = "" if reset_zero else em.param(f"k{i}_thru", layer.threshold, n, "n", "u32")
+    thr = "" if reset_zero else em.param(f"k{i}_thru", layer.threshold, size, "n", "u32")
     return _kernel(
         "lif.c",
         n=n,

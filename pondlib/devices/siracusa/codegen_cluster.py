@@ -86,10 +86,10 @@ from pondlib.devices.siracusa.codegen import (
     _finish_acc,
     _kernel,
     _layer_buffers,
+    _lif_kernel,
     _lif_state_type,
     _out_range,
     _record_layout,
-    _spike_condition,
     record_names,
 )
 from pondlib.devices.siracusa.config import check_constraints
@@ -278,18 +278,7 @@ def _lif(em: _Emitter, i: int, layer: QLIF, src: tuple, dst: str, vbuf: str, las
     name, _, src_type = src
     n, vtype = layer.n, _lif_state_type(layer)
     first = len(em.constants)
-    em.helpers.update(("mul", "i32"))
-    beta = em.param(f"k{i}_beta", layer.beta_mul, n, "n", "u32")
-    inm = em.param(f"k{i}_inm", layer.in_mul, n, "n", "u32")
-    add = em.param(f"k{i}_ladd", layer.add, n, "n", "u32")
-    lo, hi = max(layer.state_range[0], _I32_LO), min(layer.state_range[1], _I32_HI)
-    spike = _spike_condition(em, i, layer, lo, hi)
-    reset_zero = layer.reset == "zero"
-    thr = "" if reset_zero else em.param(f"k{i}_thru", layer.threshold, n, "n", "u32")
-    kernel = _kernel(
-        "lif.c", n="cl_cnt", src="cl_in_s", dst="cl_out_s", v="cl_v_s", v_type=vtype, beta=beta, in_mul=inm,
-        add=add, shift_clamp=em.shift_clamp(layer.shift, (lo, hi)), spike=spike, reset_zero=reset_zero, thr=thr,
-    )  # fmt: skip
+    kernel = _lif_kernel(em, i, layer, "cl_cnt", "cl_in_s", "cl_out_s", "cl_v_s", vtype)
     ins = [_Op("cl_in", src_type, 1, True, name), _Op("cl_v", vtype, 1, True, vbuf, (vbuf,))]
     ins += _params(em, i, first, True)
     return _Layer("lif", n, ins, _outs(layer, dst, None, last_y), _in_l1(kernel, i))

@@ -234,14 +234,9 @@ class SiracusaDevice(Device):
         if isinstance(model, OpGraph):
             options.pop("validate", None)
             if cluster.get("cores") is not None:
-                import dataclasses
-
                 from pondlib.devices.siracusa.graph_codegen_cluster import emit_cluster
 
-                program = emit_cluster(
-                    model, name=name, **{k: v for k, v in cluster.items() if v is not None}, **options
-                )
-                return program if program.cores else dataclasses.replace(program, cores=int(cluster["cores"]))
+                return emit_cluster(model, name=name, **{k: v for k, v in cluster.items() if v is not None}, **options)
             from pondlib.devices.siracusa.graph_codegen import emit_graph
 
             return emit_graph(model, name=name, **options)

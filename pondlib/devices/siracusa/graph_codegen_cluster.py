@@ -820,7 +820,7 @@ def emit_cluster_report(
     prog = build_program(
         name, "siracusa", constants=em.constants, buffers=buffers, step_body=step, n_in=max(em.n_in, 1),
         in_ctype=em.in_ctype, n_out=n_out, out_ctype=out_type,
-        helpers=cluster_runtime(cores) + "\n" + helpers + "\n" + fn, notes=notes,
+        helpers=cluster_runtime(cores) + "\n" + helpers + "\n" + fn, notes=notes, cores=cores,
         description=f"Siracusa integer graph {graph.name!r} ({len(graph.nodes)} nodes) tiled for a {cores}-core "
         "cluster (L2 tensors, L1 tiles by DMA), equal to GraphSim bit for bit.",
     )  # fmt: skip
