@@ -460,15 +460,25 @@ def _cluster_runner(console: Any, program: Any, target: str, out: Path) -> Any:
     def run_emulated(x: Any) -> Any:
         runs = {n: run_cluster(builds[n], x) for n in counts}
         t = table("Instructions per core (per step)", (("cores", "right"), ("per core", "left"),
-                  ("critical path", "right"), ("DMA in / out (bytes)", "right")))  # fmt: skip
+                  ("critical path", "right"), ("cycles", "right"), ("DMA stall", "right"),
+                  ("DMA in / out (bytes)", "right")))  # fmt: skip
         for n in counts:
             r = runs[n]
             per = " ".join(f"{v / r.steps:,.0f}" for v in np.asarray(r.instructions).reshape(-1))
-            t.add_row(str(n), per, f"{r.span_per_step:,.0f}", f"{r.dma_in_bytes:,} / {r.dma_out_bytes:,}")
+            stall = r.dma_wait_cycles / max(r.steps, 1)
+            t.add_row(str(n), per, f"{r.span_per_step:,.0f}", f"{r.cycles_per_step:,.0f}", f"{stall:,.0f}",
+                      f"{r.dma_in_bytes:,} / {r.dma_out_bytes:,}")  # fmt: skip
         console.print(t)
+        console.print(
+            "critical path: the slowest core's instructions per barrier phase, summed; cycles: the same with the "
+            "DMA's time (50 cycles per transfer + 8 B per cycle, one engine) where a core waits for it",
+            highlight=False,
+        )
         if len(counts) > 1:
             speed = runs[1].span_per_step / max(runs[program.cores].span_per_step, 1)
-            console.print(f"speed-up 1 -> {program.cores} cores (emulated): {speed:.2f}x", highlight=False)
+            speed_c = runs[1].cycles_per_step / max(runs[program.cores].cycles_per_step, 1)
+            console.print(f"speed-up 1 -> {program.cores} cores (emulated): {speed:.2f}x in instructions, "
+                          f"{speed_c:.2f}x in cycles with the DMA", highlight=False)  # fmt: skip
         same = all(np.array_equal(np.asarray(runs[n].y), np.asarray(runs[counts[-1]].y)) for n in counts)
         if not same:
             raise PondError("the 1-core and the multi-core builds disagree", where=str(out), fix="report this bug")

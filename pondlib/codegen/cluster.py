@@ -15,11 +15,24 @@ sources for 1..8 cores) and the ``POND_L1`` buffers in the ``.l1`` section at
   (``pond_core_id()`` reads it).
 * **Registers.** A memory-write hook on each core's MMIO page implements the runtime's registers (32-bit word
   offsets, :data:`~pondlib.cprogram.cluster.REGISTERS`): ``barrier`` (1) records the core's arrival and stops
-  that core; ``dma_dst`` (2) / ``dma_src`` (3) are remembered; ``dma_bytes`` (4) copies the bytes at once
-  (the DMA engine is as fast as possible, so ``dma_wait`` (5) has nothing to wait for) and counts them as
-  *in* (to L1 from elsewhere), *out* (from L1 to elsewhere) or *other* (L1 to L1, L2 to L2); ``profile`` (6)
-  records a marker with every core's instruction count and the DMA totals at that point. Any other word
-  (and every access that is not one aligned 32-bit store) is refused.
+  that core; ``dma_dst`` (2) / ``dma_src`` (3) are remembered; ``dma_bytes`` (4) starts a transfer (its ranges
+  checked at once) and counts its bytes as *in* (to L1 from elsewhere), *out* (from L1 to elsewhere) or
+  *other* (L1 to L1, L2 to L2); ``dma_wait`` (5) completes every pending transfer; ``profile`` (6) records a
+  marker with every core's instruction count, the cluster time and the DMA totals at that point. Any other
+  word (and every access that is not one aligned 32-bit store) is refused.
+* **DMA, asynchronous.** A transfer's bytes are copied when it is *waited for*, not when it starts: a kernel
+  that reads a destination before ``pond_dma_wait()`` reads the old bytes, and one that overwrites a source
+  before the wait sends the new ones, so a missing wait changes the outputs instead of passing unnoticed; a
+  transfer still pending when the step returns is a :class:`CodegenError`. Its time: one engine serves the
+  transfers in order, each taking ``S + n / W`` cycles (``dma_setup_cycles`` ``S``, ``dma_bytes_per_cycle``
+  ``W``), starting when it is issued or when the engine is free, whichever is later:
+
+  .. math::
+
+      t^{start}_j = \max(t^{issue}_j,\ t^{end}_{j-1}), \qquad t^{end}_j = t^{start}_j + S + n_j / W
+
+  and a wait stalls its core until the last pending transfer ends. So double buffering can hide a transfer
+  behind the compute that runs between its start and its wait, and single buffering cannot.
 * **Scheduling.** Deterministic, no time slicing: core 0 runs until it stops (at a barrier, or by returning
   to the stub address), then core 1, ... in core order; when every core waits at the barrier, all are released
   and run again in core order. A step ends when every core has returned. A core that returns while others
@@ -32,10 +45,13 @@ sources for 1..8 cores) and the ``POND_L1`` buffers in the ``.l1`` section at
   stop; the core resumes after it). Resets are not counted. The *span* of a step is the sum, over the
   phases between barriers, of the slowest core's instructions in that phase: the cluster's critical path,
   so ``span(1 core) / span(N cores)`` is the emulated speed-up.
+  The *cycles* of a step count time on the cluster clock: one instruction is one cycle, a core waiting on
+  the DMA adds its stall, a phase lasts as long as its slowest core, and each barrier adds
+  ``barrier_cycles``: the emulated speed-up with the data movement included (``span`` leaves it out).
 * **Profile.** Markers are meant to be written by one core (core 0) at phase boundaries (directly before
   or after a barrier): the span of a marker runs to the next marker of the step (or the step's end), and
-  :attr:`ClusterRun.profile` sums per marker value: each core's instructions, the slowest core's, and the
-  DMA bytes in and out within the span.
+  :attr:`ClusterRun.profile` sums per marker value: each core's instructions, the slowest core's, the
+  cluster cycles, and the DMA bytes in and out within the span.
 
 Example:
     >>> import numpy as np, tempfile
@@ -89,9 +105,19 @@ from pondlib.codegen.cross import (
 from pondlib.cprogram.cluster import MAX_CORES, MMIO_BASE, REGISTERS
 from pondlib.cprogram.program import Program
 from pondlib.errors import CodegenError
-from pondlib.validate import check_int
+from pondlib.validate import check_float, check_int
 
-__all__ = ["ClusterBuild", "ClusterRun", "ProfileEntry", "build_cluster", "run_cluster"]
+__all__ = [
+    "ClusterBuild", "ClusterRun", "ProfileEntry", "build_cluster", "run_cluster",
+    "DMA_SETUP_CYCLES", "DMA_BYTES_PER_CYCLE", "BARRIER_CYCLES",
+]  # fmt: skip
+
+#: Default cycles per DMA transfer before its first byte (a cluster DMA's small transfers take ~50 cycles).
+DMA_SETUP_CYCLES = 50.0
+#: Default DMA bandwidth between L2 and L1, bytes per cycle (a 64-bit cluster bus).
+DMA_BYTES_PER_CYCLE = 8.0
+#: Default cycles a barrier adds (a hardware event unit releases the cores in a few cycles).
+BARRIER_CYCLES = 4.0
 
 _WORD = {offset: name for name, offset in REGISTERS.items()}
 
@@ -146,6 +172,7 @@ class ProfileEntry:
         slowest: the sum over the spans of the slowest core's instructions in each.
         dma_in_bytes: bytes moved into L1 in the spans.
         dma_out_bytes: bytes moved out of L1 in the spans.
+        cycles: the cluster cycles of the spans (instructions, DMA stalls and barriers: module docstring).
     """
 
     marker: int
@@ -154,6 +181,7 @@ class ProfileEntry:
     slowest: int
     dma_in_bytes: int
     dma_out_bytes: int
+    cycles: float = 0.0
 
 
 @dataclass
@@ -171,6 +199,9 @@ class ClusterRun:
         dma_transfers: DMA transfers started.
         barriers: barriers the cluster passed (each counted once, not per core).
         profile: marker value -> :class:`ProfileEntry`.
+        cycles: the sum over steps of the cluster cycles (module docstring): the span with the DMA stalls and
+            barrier costs added.
+        dma_wait_cycles: cycles cores spent stalled in ``pond_dma_wait()``, summed over cores.
     """
 
     y: np.ndarray
@@ -185,6 +216,13 @@ class ClusterRun:
     dma_transfers: int
     barriers: int
     profile: dict[int, ProfileEntry] = field(default_factory=dict)
+    cycles: float = 0.0
+    dma_wait_cycles: float = 0.0
+
+    @property
+    def cycles_per_step(self) -> float:
+        """The mean cluster cycles per step (0.0 without steps)."""
+        return self.cycles / self.steps if self.steps else 0.0
 
     @property
     def instructions_per_step(self) -> tuple[float, ...]:
@@ -279,6 +317,8 @@ class _Core:
         self.stop_pc: int | None = None
         self.error: CodegenError | None = None
         self.dma = [0, 0]  # destination, source
+        self.phase_start = 0  # the count when the current barrier phase began
+        self.stall = 0.0  # cycles stalled on the DMA in the current phase
         self.uc.hook_add(UC_HOOK_BLOCK, self._on_block)
         self.uc.hook_add(UC_HOOK_MEM_WRITE, self._on_mmio, begin=MMIO_BASE, end=MMIO_BASE + 0xFFF)
 
@@ -296,12 +336,14 @@ class _Core:
         if name in ("dma_dst", "dma_src"):
             self.dma[name == "dma_src"] = value & 0xFFFF_FFFF
         elif name == "dma_bytes":
-            self.error = self.cluster.dma(self, self.dma[0], self.dma[1], value & 0xFFFF_FFFF)
+            self.error = self.cluster.dma(self, self.dma[0], self.dma[1], value & 0xFFFF_FFFF, self.exact_count(pc))
+        elif name == "dma_wait":
+            self.cluster.dma_wait(self, self.exact_count(pc))
         elif name == "barrier":
             self.count, self.stop_pc = self.exact_count(pc), pc
         elif name == "profile":
             self.cluster.marker(self, value & 0xFFFF_FFFF, self.exact_count(pc))
-        elif name != "dma_wait":
+        else:
             self.error = CodegenError(
                 f"emulated core {self.index} wrote {size} bytes to MMIO offset {address - MMIO_BASE:#x}",
                 value=f"pc={pc:#x}",
@@ -310,6 +352,10 @@ class _Core:
             )
         if self.error is not None or self.stop_pc is not None:
             uc.emu_stop()
+
+    def time(self, count: int | None = None) -> float:
+        """This core's time on the cluster clock after ``count`` instructions (default: its count)."""
+        return self.cluster.clock + ((self.count if count is None else count) - self.phase_start) + self.stall
 
     def begin(self, entry: int) -> None:
         """Prepare a call of ``entry`` on this core's own stack, returning to the stub."""
@@ -350,14 +396,20 @@ class _Core:
 class _Cluster:
     """The cores, the shared memory, the DMA counters and the profile events of one run."""
 
-    def __init__(self, build: CrossBuild, cores: int) -> None:
+    def __init__(self, build: CrossBuild, cores: int, timing: tuple[float, float, float]) -> None:
         self.build = build
         self.memory = _Memory(build, cores)
         self._lengths: dict[tuple[int, int], int] = {}
         self.cores = [_Core(self, i) for i in range(cores)]
         self.dma_bytes = {"in": 0, "out": 0, "other": 0}
         self.transfers = 0
-        self.events: list[tuple[int, list[int], int, int]] | None = None  # (marker, counts, dma in, dma out)
+        self.setup, self.bandwidth, self.barrier_cycles = timing
+        self.clock = 0.0  # the cluster time when the current phase began (cycles since the step began)
+        self.engine_free = 0.0  # when the DMA engine finishes its last transfer
+        self.pending: list[tuple[Any, int, Any, int, int, float]] = []  # (target, off, source, off, n, end)
+        self.wait_cycles = 0.0
+        # (marker, counts, time, dma in, dma out)
+        self.events: list[tuple[int, list[int], float, int, int]] | None = None
 
     def block_length(self, address: int, size: int, uc: Any) -> int:
         """Instructions in ``size`` bytes of code at ``address`` (cached)."""
@@ -367,8 +419,9 @@ class _Cluster:
             n = self._lengths[key] = _count_instructions(bytes(uc.mem_read(address, size)), False)
         return n
 
-    def dma(self, core: _Core, dst: int, src: int, n: int) -> CodegenError | None:
-        """Copy ``n`` bytes from ``src`` to ``dst`` now and count them; an error for an unmapped range."""
+    def dma(self, core: _Core, dst: int, src: int, n: int, count: int) -> CodegenError | None:
+        """Start a transfer of ``n`` bytes from ``src`` to ``dst`` issued after ``count`` instructions of
+        ``core`` (copied at the next wait) and count it; an error for an unmapped range."""
         source, target = self.memory.locate(src, n), self.memory.locate(dst, n)
         if source is None or target is None:
             return CodegenError(
@@ -378,31 +431,55 @@ class _Cluster:
                 fix="pass pond_dma_start(dst, src, bytes) buffers of at least that many bytes",
             )
         (sbuf, soff), (tbuf, toff) = source, target
-        tbuf[toff : toff + n] = sbuf[soff : soff + n]
+        start = max(core.time(count), self.engine_free)
+        self.engine_free = start + self.setup + n / self.bandwidth
+        self.pending.append((tbuf, toff, sbuf, soff, n, self.engine_free))
         into, outof = self.memory.in_l1(dst), self.memory.in_l1(src)
         self.dma_bytes["in" if into and not outof else "out" if outof and not into else "other"] += n
         self.transfers += 1
         return None
 
+    def dma_wait(self, core: _Core, count: int) -> None:
+        """Complete every pending transfer (copy its bytes, in issue order); stall ``core`` until the last ends."""
+        if not self.pending:
+            return
+        for tbuf, toff, sbuf, soff, n, _ in self.pending:
+            tbuf[toff : toff + n] = sbuf[soff : soff + n]
+        stall = max(0.0, self.pending[-1][-1] - core.time(count))
+        core.stall += stall
+        self.wait_cycles += stall
+        self.pending.clear()
+
     def marker(self, core: _Core, value: int, count: int) -> None:
         if self.events is not None:
             counts = [c.count for c in self.cores]
             counts[core.index] = count
-            self.events.append((value, counts, self.dma_bytes["in"], self.dma_bytes["out"]))
+            self.events.append((value, counts, core.time(count), self.dma_bytes["in"], self.dma_bytes["out"]))
 
     def call(self, symbol: str, cores: list[_Core]) -> tuple[int, int]:
-        """Run ``symbol`` on ``cores`` to their return (module docstring); return (span, barriers passed)."""
+        """Run ``symbol`` on ``cores`` to their return (module docstring); return (span, barriers passed).
+        The cluster clock starts at 0 and ends at the call's cycles (:attr:`clock`)."""
         for core in cores:
             core.begin(self.memory.symbols[symbol])
         span = barriers = 0
+        self.clock = self.engine_free = 0.0
         while True:
-            start = [c.count for c in cores]
+            for core in cores:
+                core.phase_start, core.stall = core.count, 0.0
             for core in cores:
                 if core.state == "ready":
                     core.resume(symbol)
-            span += max(c.count - s for c, s in zip(cores, start))
+            span += max(c.count - c.phase_start for c in cores)
+            self.clock = max(c.time() for c in cores)
             waiting = [c.index for c in cores if c.state == "barrier"]
             if not waiting:
+                if self.pending:
+                    raise CodegenError(
+                        f"emulated {symbol} returned with {len(self.pending)} DMA transfer(s) never waited for",
+                        value=f"{sum(p[4] for p in self.pending)} bytes pending",
+                        limit="every pond_dma_start() completed by a pond_dma_wait() before the step returns",
+                        fix="call pond_dma_wait() after the last transfer (and before reading its destination)",
+                    )
                 return span, barriers
             done = [c.index for c in cores if c.state == "done"]
             if done:
@@ -415,22 +492,33 @@ class _Cluster:
             for core in cores:
                 core.state = "ready"
             barriers += 1
+            self.clock += self.barrier_cycles
 
 
-def _accumulate(profile: dict[int, list], events: list, end: tuple[list[int], int, int]) -> None:
+def _accumulate(profile: dict[int, list], events: list, end: tuple[list[int], float, int, int]) -> None:
     """Add one step's marker spans (each to the next event or the step's ``end``) to ``profile``."""
-    bounds = [(counts, din, dout) for _, counts, din, dout in events[1:]] + [end]
-    for (marker, counts, din, dout), (nxt, nin, nout) in zip(events, bounds):
+    bounds = [(counts, time, din, dout) for _, counts, time, din, dout in events[1:]] + [end]
+    for (marker, counts, time, din, dout), (nxt, ntime, nin, nout) in zip(events, bounds):
         deltas = [b - a for a, b in zip(counts, nxt)]
-        entry = profile.setdefault(marker, [0, [0] * len(counts), 0, 0, 0])
+        entry = profile.setdefault(marker, [0, [0] * len(counts), 0, 0, 0, 0.0])
         entry[0] += 1
         entry[1] = [a + d for a, d in zip(entry[1], deltas)]
         entry[2] += max(deltas)
         entry[3] += nin - din
         entry[4] += nout - dout
+        entry[5] += ntime - time
 
 
-def run_cluster(build: CrossBuild, x: Any, *, cores: int | None = None, record: bool = False) -> ClusterRun:
+def run_cluster(
+    build: CrossBuild,
+    x: Any,
+    *,
+    cores: int | None = None,
+    record: bool = False,
+    dma_setup_cycles: float = DMA_SETUP_CYCLES,
+    dma_bytes_per_cycle: float = DMA_BYTES_PER_CYCLE,
+    barrier_cycles: float = BARRIER_CYCLES,
+) -> ClusterRun:
     """Run a cluster build emulated on ``x`` (``(B, T, N_IN)`` or ``(T, N_IN)``, checked like
     :func:`~pondlib.codegen.toolchain.run_host`): each sample from a reset arena (``pond_reset`` on core 0),
     then one ``pond_step`` per step on every core (module docstring).
@@ -440,10 +528,20 @@ def run_cluster(build: CrossBuild, x: Any, *, cores: int | None = None, record: 
         x: the input.
         cores: how many cores to emulate: the build's (default); a different count is refused.
         record: also return every state buffer after every step.
+        dma_setup_cycles: ``S``, cycles per DMA transfer before its first byte (>= 0).
+        dma_bytes_per_cycle: ``W``, the DMA engine's bandwidth in bytes per cycle (> 0).
+        barrier_cycles: cycles each barrier adds to the cluster time (>= 0).
 
     Raises:
-        CodegenError: a bad build, input or core count; a fault, a deadlock or a bad register access.
+        CodegenError: a bad build, input, core count or timing parameter; a fault, a deadlock, a bad register
+            access, a transfer never waited for.
     """
+    timing = (
+        check_float(dma_setup_cycles, "dma_setup_cycles", lo=0.0, hi=1e9, where="run_cluster", error=CodegenError),
+        check_float(dma_bytes_per_cycle, "dma_bytes_per_cycle", lo=1e-6, hi=1e9, where="run_cluster",
+                    error=CodegenError),
+        check_float(barrier_cycles, "barrier_cycles", lo=0.0, hi=1e9, where="run_cluster", error=CodegenError),
+    )  # fmt: skip
     if not isinstance(build, CrossBuild) or build.target.name != "rv32":
         raise CodegenError("cluster build", value=type(build).__name__, limit="a ClusterBuild from build_cluster")
     built = getattr(build, "cores", None)
@@ -456,7 +554,7 @@ def run_cluster(build: CrossBuild, x: Any, *, cores: int | None = None, record: 
     io = build.program.io
     data, batched = _input(x, io)
     B, T, _ = data.shape
-    cl = _Cluster(build, cores)
+    cl = _Cluster(build, cores, timing)
     mem = cl.memory
     for sym in ("pond_x", "pond_y", "pond_arena", "pond_reset", "pond_step"):
         if sym not in mem.symbols:
@@ -466,7 +564,7 @@ def run_cluster(build: CrossBuild, x: Any, *, cores: int | None = None, record: 
     out_bytes = io.n_out * io.out_dtype.itemsize
     y = np.zeros((B, T, io.n_out), dtype=io.out_dtype)
     rec = {s.name: np.zeros((B, T, s.count), dtype=s.dtype) for s in io.states} if record else None
-    totals, span, barriers, profile = [0] * cores, 0, 0, {}
+    totals, span, barriers, profile, cycles = [0] * cores, 0, 0, {}, 0.0
     for b in range(B):
         cl.call("pond_reset", cl.cores[:1])
         for t in range(T):
@@ -475,10 +573,10 @@ def run_cluster(build: CrossBuild, x: Any, *, cores: int | None = None, record: 
             before, cl.events = [c.count for c in cl.cores], []
             step_span, step_barriers = cl.call("pond_step", cl.cores)
             after = [c.count for c in cl.cores]
-            _accumulate(profile, cl.events, (after, cl.dma_bytes["in"], cl.dma_bytes["out"]))
+            _accumulate(profile, cl.events, (after, cl.clock, cl.dma_bytes["in"], cl.dma_bytes["out"]))
             cl.events = None
             totals = [n + a - s for n, a, s in zip(totals, after, before)]
-            span, barriers = span + step_span, barriers + step_barriers
+            span, barriers, cycles = span + step_span, barriers + step_barriers, cycles + cl.clock
             if out_bytes:
                 y[b, t] = np.frombuffer(mem.read(y_addr, out_bytes), dtype=io.out_dtype)
             if rec is not None:
@@ -499,5 +597,7 @@ def run_cluster(build: CrossBuild, x: Any, *, cores: int | None = None, record: 
         dma_other_bytes=cl.dma_bytes["other"],
         dma_transfers=cl.transfers,
         barriers=barriers,
-        profile={m: ProfileEntry(m, e[0], tuple(e[1]), e[2], e[3], e[4]) for m, e in sorted(profile.items())},
+        profile={m: ProfileEntry(m, e[0], tuple(e[1]), e[2], e[3], e[4], e[5]) for m, e in sorted(profile.items())},
+        cycles=cycles,
+        dma_wait_cycles=cl.wait_cycles,
     )

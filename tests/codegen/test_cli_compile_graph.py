@@ -53,6 +53,9 @@ def test_the_emulated_cluster_prints_per_core_counts_and_the_speed_up(tmp_path, 
     assert "bit-exact" in text and "Instructions per core" in text and "critical path" in text
     speed = float(text.split("speed-up 1 -> 8 cores (emulated): ")[1].split("x")[0])
     assert 3.0 < speed <= 8.0
+    # the DMA's time does not shrink with cores: the speed-up in cycles is below that in instructions
+    speed_cycles = float(text.split("x in instructions, ")[1].split("x")[0])
+    assert 1.0 < speed_cycles < speed and "DMA stall" in text
 
 
 @pytest.mark.parametrize(

@@ -105,8 +105,32 @@ static void big(const void *xv, void *yv)
 {
     if (pond_core_id() == 0) {
         pond_dma_start(l1_big, xv, 4);
+        pond_dma_wait();
         pond_dma_start(yv, l1_big, 4);
+        pond_dma_wait();
     }
+}
+"""
+
+# A transfer's bytes move at its wait: reading the destination before it sees the old bytes (MISSING 1), and
+# a step that returns with a transfer pending is refused (MISSING 2); MISSING 0 is the correct program.
+_MISSING_WAIT = r"""
+static POND_L1 int32_t l1_in[1];
+
+static void late(const void *xv, void *yv)
+{
+    if (pond_core_id() == 0) {
+        pond_dma_start(l1_in, xv, 4);
+#if MISSING != 1
+        pond_dma_wait();
+#endif
+        l1_in[0] += 1;
+        pond_dma_start(yv, l1_in, 4);
+#if MISSING != 2
+        pond_dma_wait();
+#endif
+    }
+    pond_barrier();
 }
 """
 
@@ -210,6 +234,37 @@ def test_deadlock_is_refused_naming_the_cores(tmp_path, zig_cache):
         run_cluster(build, np.ones((1, 1)))
     with pytest.raises(CodegenError, match="run_cluster"):
         run_cross(build, np.ones((1, 1)))  # a cluster build needs the cluster
+
+
+def test_a_missing_dma_wait_changes_the_output_or_is_refused(tmp_path, zig_cache):
+    x = np.array([[7], [-3]])
+    runs = {}
+    for missing in (0, 1):
+        prog = _program("late", f"#define MISSING {missing}\n" + _MISSING_WAIT, "late", 1, "int32_t")
+        runs[missing] = run_cluster(build_cluster(prog, tmp_path / str(missing), cores=2, cache_dir=zig_cache), x)
+    assert runs[0].y[:, 0].tolist() == [8, -2]
+    # without the first wait the increment lands on L1's old contents (0, then the first sample's 8), and the
+    # wait that completes both transfers copies the input over it: the output is the input, not input + 1
+    assert runs[1].y[:, 0].tolist() == [7, -3]
+    prog = _program("late", "#define MISSING 2\n" + _MISSING_WAIT, "late", 1, "int32_t")
+    with pytest.raises(CodegenError, match=r"1 DMA transfer\(s\) never waited for: got 4 bytes pending"):
+        run_cluster(build_cluster(prog, tmp_path / "2", cores=2, cache_dir=zig_cache), x)
+
+
+def test_dma_time_is_a_stall_at_the_wait(tmp_path, zig_cache):
+    """A wait right after a start stalls for S + n / W cycles: cycles = instructions + both stalls + barrier."""
+    prog = _program("late", "#define MISSING 0\n" + _MISSING_WAIT, "late", 1, "int32_t")
+    build = build_cluster(prog, tmp_path, cores=1, cache_dir=zig_cache)
+    base = run_cluster(build, np.array([[7]]), dma_setup_cycles=0.0, dma_bytes_per_cycle=1e9, barrier_cycles=0.0)
+    slow = run_cluster(build, np.array([[7]]), dma_setup_cycles=100.0, dma_bytes_per_cycle=2.0, barrier_cycles=3.0)
+    assert base.y.tolist() == slow.y.tolist() == [[8]]
+    assert base.cycles == pytest.approx(base.span, abs=1e-3) and base.dma_wait_cycles < 1e-3
+    # each transfer: 100 + 4 / 2 = 102 cycles, issued just before its wait (the store of the start's third
+    # register and the wait's store are adjacent instructions but for the address set-up: a few cycles overlap)
+    assert 2 * 102 - 10 <= slow.dma_wait_cycles <= 2 * 102
+    assert slow.cycles == pytest.approx(slow.span + slow.dma_wait_cycles + 3.0)
+    with pytest.raises(CodegenError, match="dma_bytes_per_cycle"):
+        run_cluster(build, np.array([[7]]), dma_bytes_per_cycle=0.0)
 
 
 def test_l1_section_over_the_limit_is_refused(tmp_path, zig_cache):
