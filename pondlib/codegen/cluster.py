@@ -31,7 +31,9 @@ sources for 1..8 cores) and the ``POND_L1`` buffers in the ``.l1`` section at
 
       t^{start}_j = \max(t^{issue}_j,\ t^{end}_{j-1}), \qquad t^{end}_j = t^{start}_j + S + n_j / W
 
-  and a wait stalls its core until the last pending transfer ends. So double buffering can hide a transfer
+  and a wait stalls its core until the last pending transfer ends. A transfer whose source is in L3 (the
+  ``POND_L3`` constants, the ``.l3`` section) moves at ``l3_bytes_per_cycle`` instead of ``W`` and counts
+  as *l3* bytes (and as *in* when its destination is L1). So double buffering can hide a transfer
   behind the compute that runs between its start and its wait, and single buffering cannot.
 * **Scheduling.** Deterministic, no time slicing: core 0 runs until it stops (at a barrier, or by returning
   to the stub address), then core 1, ... in core order; when every core waits at the barrier, all are released
@@ -109,13 +111,15 @@ from pondlib.validate import check_float, check_int
 
 __all__ = [
     "ClusterBuild", "ClusterRun", "ProfileEntry", "build_cluster", "run_cluster",
-    "DMA_SETUP_CYCLES", "DMA_BYTES_PER_CYCLE", "BARRIER_CYCLES",
+    "DMA_SETUP_CYCLES", "DMA_BYTES_PER_CYCLE", "BARRIER_CYCLES", "L3_BYTES_PER_CYCLE",
 ]  # fmt: skip
 
 #: Default cycles per DMA transfer before its first byte (a cluster DMA's small transfers take ~50 cycles).
 DMA_SETUP_CYCLES = 50.0
 #: Default DMA bandwidth between L2 and L1, bytes per cycle (a 64-bit cluster bus).
 DMA_BYTES_PER_CYCLE = 8.0
+#: Default bandwidth of a transfer from the off-chip L3, bytes per cycle (a HyperRAM-class memory; assumed).
+L3_BYTES_PER_CYCLE = 1.0
 #: Default cycles a barrier adds (a hardware event unit releases the cores in a few cycles).
 BARRIER_CYCLES = 4.0
 
@@ -202,6 +206,7 @@ class ClusterRun:
         cycles: the sum over steps of the cluster cycles (module docstring): the span with the DMA stalls and
             barrier costs added.
         dma_wait_cycles: cycles cores spent stalled in ``pond_dma_wait()``, summed over cores.
+        dma_l3_bytes: DMA bytes read from L3.
     """
 
     y: np.ndarray
@@ -218,6 +223,7 @@ class ClusterRun:
     profile: dict[int, ProfileEntry] = field(default_factory=dict)
     cycles: float = 0.0
     dma_wait_cycles: float = 0.0
+    dma_l3_bytes: int = 0
 
     @property
     def cycles_per_step(self) -> float:
@@ -246,6 +252,7 @@ class _Memory:
         regions["ram"] = (ram_base, _page(ram_size) + cores * STACK_BYTES)
         self.regions = regions
         self.l1 = regions.get("l1", (0, 0))
+        self.l3 = regions.get("l3", (0, 0))
         self._maps: list[tuple[int, int, mmap.mmap, int]] = []
         self._pins: list[Any] = []  # the ctypes views that give the buffers' addresses: alive as long as the maps
         for base, size in regions.values():
@@ -284,6 +291,9 @@ class _Memory:
 
     def in_l1(self, addr: int) -> bool:
         return self.l1[0] <= addr < self.l1[0] + self.l1[1]
+
+    def in_l3(self, addr: int) -> bool:
+        return self.l3[0] <= addr < self.l3[0] + self.l3[1]
 
     def stack_top(self, core: int) -> int:
         return self.stack_base + (core + 1) * STACK_BYTES - 16
@@ -396,14 +406,14 @@ class _Core:
 class _Cluster:
     """The cores, the shared memory, the DMA counters and the profile events of one run."""
 
-    def __init__(self, build: CrossBuild, cores: int, timing: tuple[float, float, float]) -> None:
+    def __init__(self, build: CrossBuild, cores: int, timing: tuple[float, float, float, float]) -> None:
         self.build = build
         self.memory = _Memory(build, cores)
         self._lengths: dict[tuple[int, int], int] = {}
         self.cores = [_Core(self, i) for i in range(cores)]
-        self.dma_bytes = {"in": 0, "out": 0, "other": 0}
+        self.dma_bytes = {"in": 0, "out": 0, "other": 0, "l3": 0}
         self.transfers = 0
-        self.setup, self.bandwidth, self.barrier_cycles = timing
+        self.setup, self.bandwidth, self.barrier_cycles, self.l3_bandwidth = timing
         self.clock = 0.0  # the cluster time when the current phase began (cycles since the step began)
         self.engine_free = 0.0  # when the DMA engine finishes its last transfer
         self.pending: list[tuple[Any, int, Any, int, int, float]] = []  # (target, off, source, off, n, end)
@@ -432,7 +442,9 @@ class _Cluster:
             )
         (sbuf, soff), (tbuf, toff) = source, target
         start = max(core.time(count), self.engine_free)
-        self.engine_free = start + self.setup + n / self.bandwidth
+        from_l3 = self.memory.in_l3(src)
+        self.engine_free = start + self.setup + n / (self.l3_bandwidth if from_l3 else self.bandwidth)
+        self.dma_bytes["l3"] += n if from_l3 else 0
         self.pending.append((tbuf, toff, sbuf, soff, n, self.engine_free))
         into, outof = self.memory.in_l1(dst), self.memory.in_l1(src)
         self.dma_bytes["in" if into and not outof else "out" if outof and not into else "other"] += n
@@ -518,6 +530,7 @@ def run_cluster(
     dma_setup_cycles: float = DMA_SETUP_CYCLES,
     dma_bytes_per_cycle: float = DMA_BYTES_PER_CYCLE,
     barrier_cycles: float = BARRIER_CYCLES,
+    l3_bytes_per_cycle: float = L3_BYTES_PER_CYCLE,
 ) -> ClusterRun:
     """Run a cluster build emulated on ``x`` (``(B, T, N_IN)`` or ``(T, N_IN)``, checked like
     :func:`~pondlib.codegen.toolchain.run_host`): each sample from a reset arena (``pond_reset`` on core 0),
@@ -531,6 +544,7 @@ def run_cluster(
         dma_setup_cycles: ``S``, cycles per DMA transfer before its first byte (>= 0).
         dma_bytes_per_cycle: ``W``, the DMA engine's bandwidth in bytes per cycle (> 0).
         barrier_cycles: cycles each barrier adds to the cluster time (>= 0).
+        l3_bytes_per_cycle: the bandwidth of a transfer from L3, bytes per cycle (> 0).
 
     Raises:
         CodegenError: a bad build, input, core count or timing parameter; a fault, a deadlock, a bad register
@@ -541,6 +555,8 @@ def run_cluster(
         check_float(dma_bytes_per_cycle, "dma_bytes_per_cycle", lo=1e-6, hi=1e9, where="run_cluster",
                     error=CodegenError),
         check_float(barrier_cycles, "barrier_cycles", lo=0.0, hi=1e9, where="run_cluster", error=CodegenError),
+        check_float(l3_bytes_per_cycle, "l3_bytes_per_cycle", lo=1e-6, hi=1e9, where="run_cluster",
+                    error=CodegenError),
     )  # fmt: skip
     if not isinstance(build, CrossBuild) or build.target.name != "rv32":
         raise CodegenError("cluster build", value=type(build).__name__, limit="a ClusterBuild from build_cluster")
@@ -600,4 +616,5 @@ def run_cluster(
         profile={m: ProfileEntry(m, e[0], tuple(e[1]), e[2], e[3], e[4], e[5]) for m, e in sorted(profile.items())},
         cycles=cycles,
         dma_wait_cycles=cl.wait_cycles,
+        dma_l3_bytes=cl.dma_bytes["l3"],
     )

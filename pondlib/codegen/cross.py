@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.cprogram.cluster import L1_BASE, MMIO_BASE
+from pondlib.cprogram.cluster import L1_BASE, L3_BASE, MMIO_BASE
 from pondlib.cprogram.program import Program
 from pondlib.cprogram.templating import render
 from pondlib.errors import CodegenError
@@ -138,7 +138,8 @@ def freestanding_sources(program: Program, *, l1_bytes: int = L1_BYTES) -> dict[
         raise CodegenError("program", value=type(program).__name__, limit="a pondlib.codegen Program")
     l1_bytes = _check_l1(l1_bytes)
     net = {"net": program.name}
-    addresses = {"flash_base": hex(FLASH_BASE), "ram_base": hex(RAM_BASE), "l1_base": hex(L1_BASE)}
+    addresses = {"flash_base": hex(FLASH_BASE), "ram_base": hex(RAM_BASE), "l1_base": hex(L1_BASE),
+                 "l3_base": hex(L3_BASE)}  # fmt: skip
     return {
         "pond_cross_include/string.h": render(_PACKAGE, "cross_string.h") + "\n",
         "pond_driver.c": render(_PACKAGE, "cross_driver.c", **net, upper=program.name.upper()) + "\n",
@@ -159,6 +160,7 @@ class CrossBuild:
         ram_bytes: .data + .bss as linked (the arena, the I/O buffers of the driver), without the stack.
         l1_bytes: ``.l1`` as linked (the ``POND_L1`` buffers of a cluster program; 0 without).
         l1_limit: the L1 size the build was linked for (``.l1`` never exceeds it).
+        l3_bytes: ``.l3`` as linked (the ``POND_L3`` constants of a cluster program; 0 without).
     """
 
     program: Program
@@ -169,6 +171,7 @@ class CrossBuild:
     ram_bytes: int = 0
     l1_bytes: int = 0
     l1_limit: int = L1_BYTES
+    l3_bytes: int = 0
 
 
 def _zig() -> list[str]:
@@ -244,7 +247,8 @@ def build_cross(
     sections = _sections(elf)
     flash = sum(size for addr, size in sections.values() if addr < L1_BASE)
     l1 = sum(size for addr, size in sections.values() if L1_BASE <= addr < RAM_BASE)
-    ram = sum(size for addr, size in sections.values() if addr >= RAM_BASE)
+    ram = sum(size for addr, size in sections.values() if RAM_BASE <= addr < L3_BASE)
+    l3 = sum(size for addr, size in sections.values() if addr >= L3_BASE)
     if l1 > l1_bytes:  # the linker script refuses this already: a second line of defence
         raise _l1_error(program.name, l1, l1_bytes)
     return CrossBuild(
@@ -256,6 +260,7 @@ def build_cross(
         ram_bytes=ram,
         l1_bytes=l1,
         l1_limit=l1_bytes,
+        l3_bytes=l3,
     )
 
 
@@ -278,9 +283,7 @@ def _compile(cmd: list[str], out: Path, env: dict[str, str], name: str, target: 
         return
     message = (proc.stderr or proc.stdout).strip()
     if "No module named ziglang" in message:
-        raise CodegenError(
-            "cross compiler", value="ziglang not installed", fix="pip install ziglang (pondlib[test] has it)"
-        )
+        raise CodegenError("cross compiler", value="ziglang not installed", fix='pip install "pondlib[cross]"')
     overflow = re.search(r"section '\.l1' will not fit in region 'L1': overflowed by (\d+) bytes", message)
     if overflow:
         raise _l1_error(name, l1_bytes + int(overflow.group(1)), l1_bytes)
@@ -330,13 +333,17 @@ def _load_elf(elf: Path) -> tuple[dict[str, int], list[tuple[int, bytes, int]]]:
 
 
 def _regions(blobs: list[tuple[int, bytes, int]], l1_limit: int) -> dict[str, tuple[int, int]]:
-    """Where to map flash, L1 (only when there is a ``.l1``) and RAM (without the stack): name -> (base, size)."""
+    """Where to map flash, L1 (only when there is a ``.l1``), RAM (without the stack) and L3 (only when there is
+    a ``.l3``): name -> (base, size)."""
     flash_end = max((a + n for a, _, n in blobs if a < L1_BASE), default=FLASH_BASE)
     l1_end = max((a + n for a, _, n in blobs if L1_BASE <= a < RAM_BASE), default=0)
-    ram_end = max((a + n for a, _, n in blobs if a >= RAM_BASE), default=RAM_BASE)
+    ram_end = max((a + n for a, _, n in blobs if RAM_BASE <= a < L3_BASE), default=RAM_BASE)
+    l3_end = max((a + n for a, _, n in blobs if a >= L3_BASE), default=0)
     regions = {"flash": (FLASH_BASE, _page(flash_end - FLASH_BASE) or 0x1000), "ram": (RAM_BASE, ram_end - RAM_BASE)}
     if l1_end:
         regions["l1"] = (L1_BASE, _page(max(l1_end - L1_BASE, l1_limit)))
+    if l3_end:
+        regions["l3"] = (L3_BASE, _page(l3_end - L3_BASE))
     return regions
 
 

@@ -342,3 +342,31 @@ def test_bad_register_use_is_refused(kind, message, tmp_path, zig_cache):
     build = build_cluster(prog, tmp_path, cores=2, cache_dir=zig_cache)
     with pytest.raises(CodegenError, match=message):
         run_cluster(build, np.ones((1, 1)))
+
+
+_L3 = r"""
+static const POND_L3 int32_t l3_table[64] = {[0] = 5, [63] = 11};
+static POND_L1 int32_t l1_table[64];
+
+static void lookup(const void *xv, void *yv)
+{
+    if (pond_core_id() == 0) {
+        pond_dma_start(l1_table, l3_table, sizeof l1_table);
+        pond_dma_wait();
+        ((int32_t *)yv)[0] = ((const int32_t *)xv)[0] + l1_table[0] + l1_table[63];
+    }
+    pond_barrier();
+}
+"""
+
+
+def test_constants_in_l3_move_at_the_l3_rate(tmp_path, zig_cache):
+    prog = _program("lookup", _L3, "lookup", 1, "int32_t")
+    build = build_cluster(prog, tmp_path, cores=2, cache_dir=zig_cache)
+    assert build.l3_bytes == 256 and build.l1_bytes == 256
+    fast = run_cluster(build, np.array([[1]]), dma_setup_cycles=0.0, l3_bytes_per_cycle=1e9)
+    slow = run_cluster(build, np.array([[1]]), dma_setup_cycles=0.0, l3_bytes_per_cycle=0.5)
+    assert fast.y.tolist() == slow.y.tolist() == [[17]]
+    assert slow.dma_l3_bytes == slow.dma_in_bytes == 256
+    # 256 B at 0.5 B per cycle: 512 cycles, of which the few instructions between start and wait overlap
+    assert 500 <= slow.dma_wait_cycles - fast.dma_wait_cycles <= 512

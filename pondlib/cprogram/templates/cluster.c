@@ -1,6 +1,7 @@
 ## The cluster runtime of a multi-core program: POND_NUM_CORES cores run the same step (SPMD), share L1 and
 ## L2, meet at barriers, and core 0 drives a DMA engine. Placeholders: $cores (the default core count),
-## $mmio (the MMIO page of the emulated cluster), $l1_section (the linker section of L1 buffers).
+## $mmio (the MMIO page of the emulated cluster), $l1_section / $l3_section (the linker sections of L1 buffers
+## and of constants kept in the off-chip L3).
 ## Built freestanding (-DPOND_FREESTANDING, the emulated RV32 cluster of pondlib.codegen.cluster): the
 ## registers of the MMIO page; on the host: one POSIX thread per core and an atomic sense-reversing barrier.
 #ifndef POND_NUM_CORES
@@ -16,6 +17,7 @@
    4 DMA bytes (write: starts the copy), 5 DMA wait (write), 6 profile marker (write). */
 #define POND_MMIO ((volatile uint32_t *)$mmio)
 #define POND_L1 __attribute__((section("$l1_section"), aligned(8)))
+#define POND_L3 __attribute__((section("$l3_section"), aligned(8)))
 POND_RT int pond_core_id(void) { return (int)POND_MMIO[0]; }
 POND_RT void pond_barrier(void) { POND_MMIO[1] = 1u; }
 POND_RT void pond_dma_start(void *dst, const void *src, uint32_t bytes) {
@@ -31,6 +33,7 @@ POND_RT void pond_profile(uint32_t marker) { POND_MMIO[6] = marker; }
 #include <stdatomic.h>
 #include <threads.h>
 #define POND_L1
+#define POND_L3
 static _Thread_local int pond_core;
 static atomic_int pond_bar_count;
 static atomic_int pond_bar_sense;
