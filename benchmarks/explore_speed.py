@@ -8,7 +8,12 @@ closed form. Measured here (median of ``--repeats`` runs after a warm-up run, on
   issue's target: under 1 s), per memory size;
 * the time of :func:`pondlib.explore.explore` over the whole space (64 hybrids + uniform batches, 70
   schedules: evaluation, ranking and Pareto front);
-* the time to build the workload and hardware (once per exploration).
+* the time to build the workload and hardware (once per exploration);
+* per memory, the latency each schedule now carries (cycles, :mod:`pondlib.explore.latency`): the range
+  over the space beside the 28-68 Mcycles STEMS's own runs report for this workload (issue 31), and the
+  best schedule by energy, by latency and by energy-delay product;
+* the same exploration on the chips' own memories (``device_hardware``: Siracusa L1 over L2, L2 over L3,
+  one SpiNNaker2 PE).
 
 Run: ``python benchmarks/explore_speed.py [--repeats 7] [--memory 1MB 128KB] [--json PATH]``. Prints a rich
 table and writes ``benchmarks/results/explore_speed.json`` (or ``--json PATH``).
@@ -25,9 +30,11 @@ import sys
 import time
 from pathlib import Path
 
-from pondlib.explore import evaluate, explore, hybrid_space, meta_prototype, sew_resnet18
+from pondlib.explore import device_hardware, evaluate, explore, hybrid_space, meta_prototype, sew_resnet18
 
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "explore_speed.json"
+#: The chips' own memories (``pondlib.explore.device_hardware``): (device, level).
+DEVICES = (("siracusa", "L1"), ("siracusa", "L2"), ("spinnaker2", None))
 
 
 def _median_seconds(fn, repeats: int) -> tuple[float, list[float]]:
@@ -49,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", nargs="+", default=["1MB", "128KB"], help="memory sizes (default 1MB 128KB)")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"result file (default {DEFAULT_JSON})")
     args = parser.parse_args(argv)
-    console = Console()
+    console = Console(width=150)
 
     t0 = time.perf_counter()
     workload = sew_resnet18()
@@ -66,14 +73,36 @@ def main(argv: list[str] | None = None) -> int:
         "memories": {},
     }
     table = Table(title=f"{workload.name}: all {len(space)} one-split-point hybrids (median of {args.repeats})")
-    for head in ("memory", "64 hybrids (s)", "per schedule (ms)", "explore 'all' (s)", "best schedule", "< 1 s"):
+    for head in (
+        "memory",
+        "64 hybrids (s)",
+        "per schedule (ms)",
+        "explore 'all' (s)",
+        "best schedule",
+        "Mcycles min-max",
+        "best by latency",
+        "best by EDP",
+        "< 1 s",
+    ):
         table.add_column(head, justify="right")
-    for memory in args.memory:
-        hw = meta_prototype(memory)
+    targets = [(m, meta_prototype(m)) for m in args.memory]
+    targets += [(f"{d} {lv or ''}".strip(), device_hardware(d, lv)) for d, lv in DEVICES]
+    for memory, hw in targets:
         med, times = _median_seconds(lambda hw=hw: [evaluate(workload, hw, s) for s in space], args.repeats)
         ex_med, _ = _median_seconds(lambda hw=hw: explore(workload, hw, "all"), args.repeats)
-        best = explore(workload, hw, "all").best()
+        ex = explore(workload, hw, "all")
+        best = ex.best()
+        cycles = [r.latency_cycles for r in ex.reports]
+        by_lat = explore(workload, hw, "all", rank_by="latency").best()
+        by_edp = explore(workload, hw, "all", rank_by="edp").best()
         results["memories"][memory] = {
+            "hardware": hw.name,
+            "latency_mcycles_min": min(cycles) / 1e6,
+            "latency_mcycles_max": max(cycles) / 1e6,
+            "best_latency_mcycles": best.latency_cycles / 1e6,
+            "best_by_latency": by_lat.label(),
+            "best_by_edp": by_edp.label(),
+            "fit_status": {k: sum(r.fit_status == k for r in ex.reports) for k in ("yes", "spills", "no")},
             "memory_bits": hw.memory_bits,
             "hybrids_s_median": med,
             "hybrids_s_all": times,
@@ -88,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{med:.4f}",
             f"{med / len(space) * 1e3:.2f}",
             f"{ex_med:.4f}",
-            best.label(),
+            best.schedule.compact(16),
+            f"{min(cycles) / 1e6:,.1f}-{max(cycles) / 1e6:,.1f}",
+            by_lat.schedule.compact(16),
+            by_edp.schedule.compact(16),
             "[green]yes[/]" if med < 1.0 else "[red]no[/]",
         )
     console.print(table)

@@ -1,15 +1,18 @@
 """``pond explore``: rank the spatio-temporal schedules of a network on a memory-constrained core.
 
-``pond explore [MODEL] [--memory SIZE] [--mode stems|ideal] [--stateless-blocks LIST] [--space NAME]
-[--tb-from input|output] [--steps T] [--top N] [--out DIR]``
+``pond explore [MODEL] [--memory SIZE] [--device NAME [--level L]] [--mode stems|ideal] [--rank-by KEY]
+[--stateless-blocks LIST] [--space NAME] [--tb-from input|output] [--steps T] [--top N] [--json] [--out DIR]``
 
 Evaluates every schedule of the space (STEMS's ``(N + 1)^2`` one-split-point hybrids and the uniform
 ``B`` in ``{1, 2, 4, ..., T}`` x {LBL, LF}) of MODEL (a network saved with
-:func:`pondlib.io.save_network`) or, without MODEL, of the built-in SEW-ResNet-18 of ``docs/EXPLORE.md``,
-on STEMS's "Meta-prototype-like" core with ``--memory`` of shared memory; prints the workload, the ``--top``
-best schedules (off-chip traffic per operand class, energy per part, fit, Pareto front) and how the best
-compares with the ST-LBL baseline; with ``--out`` writes ``explore.png`` (traffic and energy per schedule,
-Pareto front marked) and ``explore.json`` (every schedule's figures).
+:func:`pondlib.io.save_network`, or a NIR file) or, without MODEL, of the built-in SEW-ResNet-18 of
+``docs/EXPLORE.md``, on STEMS's "Meta-prototype-like" core with ``--memory`` of shared memory, or on a
+chip's own memories (``--device``: the device's ``explore_hardware``, its bit widths, and beside the result
+what the chip's own mapper chooses when it says). Prints the workload, the ``--top`` best schedules ranked
+by ``--rank-by`` (energy, traffic, latency or edp; stacks that cannot hold their weights last) in two tables
+whose cells never break when piped (a compact schedule notation, each full label on its own line below),
+and how the best compares with the ST-LBL baseline. ``--json`` prints one JSON document instead; ``--out``
+writes ``explore.png`` (traffic and energy per schedule, Pareto front marked) and ``explore.json``.
 
 Exposes ``add_parser(subparsers)`` and ``run(console, args) -> int``; bad input raises a
 :class:`~pondlib.errors.PondError` (the ``pond`` entry point prints it as one ``error:`` line, status 1).
@@ -36,18 +39,22 @@ from pondlib.errors import ConfigError, PondError
 from pondlib.explore import (
     MEMORY_PRESETS,
     MODES,
+    RANKINGS,
     SPACES,
     SPLIT_SIDES,
     Exploration,
     Report,
     Workload,
+    device_hardware,
     explore,
     meta_prototype,
     parse_memory_size,
     plot_exploration,
     sew_resnet18,
+    workload_from_dnn,
     workload_from_graph,
 )
+from pondlib.explore.workload import MAX_SIZE
 
 __all__ = ["add_parser", "run"]
 
@@ -91,8 +98,8 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"got {text!r}, expected a positive integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"got {value}, expected a positive integer")
+    if not 1 <= value <= MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"got {value}, expected an integer from 1 to {MAX_SIZE}")
     return value
 
 
@@ -101,27 +108,42 @@ def add_parser(subparsers: Any) -> None:
     presets = ", ".join(MEMORY_PRESETS)
     p = subparsers.add_parser(
         "explore",
-        help="rank time-batched / layer-fused schedules by off-chip traffic and energy (STEMS model)",
+        help="rank time-batched / layer-fused schedules by energy, off-chip traffic or latency (STEMS model)",
         description="Evaluate every schedule of a space (STEMS's (N+1)^2 one-split-point hybrids and uniform "
-        "time batches, layer-by-layer or layer-fused) of a saved network, or of the built-in SEW-ResNet-18, on "
-        "a single core with a shared on-chip memory; print the best schedules and the Pareto front of "
-        "off-chip traffic and energy.",
+        "time batches, layer-by-layer or layer-fused) of a saved network, a NIR or ONNX file, or of the built-in "
+        "SEW-ResNet-18, on a single core with a shared on-chip memory (STEMS's, or a chip's own with --device); "
+        "print the best schedules (traffic, energy, cycles) and the Pareto front of off-chip traffic and energy.",
     )
     p.add_argument(
         "model",
         nargs="?",
         default=None,
         metavar="MODEL",
-        help="a network saved with pondlib.io.save_network (.pond); default: the built-in SEW-ResNet-18 "
-        "(CIFAR10-DVS, T = 16) of docs/EXPLORE.md",
+        help="a network saved with pondlib.io.save_network (.pond), a NIR file (.nir) or a float ONNX model "
+        "(.onnx: a stateless DNN, --steps inputs in a row); default: the built-in SEW-ResNet-18 (CIFAR10-DVS, "
+        "T = 16) of docs/EXPLORE.md",
     )
     p.add_argument(
         "--memory",
         type=_memory,
-        default="1MB",
+        default=None,
         metavar="SIZE",
         help=f"shared on-chip memory: a STEMS preset ({presets}; default 1MB) or a size such as 1MiB, "
-        "96KiB, 131072 (bytes); KB/MB count 1024",
+        "96KiB, 131072 (bytes); KB/MB count 1024; with --device it resizes the device's memory",
+    )
+    p.add_argument(
+        "--device",
+        default=None,
+        metavar="NAME",
+        help="explore on a chip's own memories instead of STEMS's core: a device whose explore_hardware "
+        "describes them (pond devices lists the devices; each hardware figure is printed, calibrated or assumed)",
+    )
+    p.add_argument(
+        "--level",
+        default=None,
+        metavar="NAME",
+        help="with --device: the memory the schedules compete for (the device's levels, e.g. L1 or L2; "
+        "default: the device's first)",
     )
     p.add_argument(
         "--mode",
@@ -147,6 +169,18 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--steps", type=_positive_int, default=16, metavar="T", help="time steps per inference (default 16)")
     p.add_argument("--top", type=_positive_int, default=10, metavar="N", help="schedules to list (default 10)")
     p.add_argument(
+        "--rank-by",
+        choices=RANKINGS,
+        default="energy",
+        help="rank by total energy (default), off-chip traffic, latency (cycles) or edp (energy x cycles); "
+        "schedules whose fused stacks cannot hold their weights come last either way",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print every schedule's figures as one JSON document (for scripts) instead of the tables",
+    )
+    p.add_argument(
         "--out",
         default=None,
         metavar="DIR",
@@ -160,10 +194,9 @@ def _workload(args: argparse.Namespace) -> Workload:
         n = sew_resnet18(args.steps).n_blocks
         if any(b >= n for b in blocks):
             raise ConfigError("--stateless-blocks", value=max(blocks), limit=f"a block of SEW-ResNet-18 (0 .. {n - 1})")
-        return sew_resnet18(args.steps, stateless_blocks=blocks)
-    path = Path(args.model)
-    net, _ = read_network(args.model, "network")
-    w = workload_from_graph(net, args.steps, name=path.name)
+        bits = {k: v for k, v in _bits(args).items() if k != "spike_bits"}  # SEW's spikes stay 1 bit
+        return sew_resnet18(args.steps, stateless_blocks=blocks, **bits)
+    w = _read_model(args.model, args.steps, _bits(args))
     if blocks:
         if any(b >= w.n_blocks for b in blocks):
             raise ConfigError(
@@ -175,6 +208,51 @@ def _workload(args: argparse.Namespace) -> Workload:
         label = ",".join(str(b) for b in blocks)
         w = w.with_stateless(blocks=blocks, name=f"{w.name} (blocks {label} stateless)")
     return w
+
+
+def _hardware(args: argparse.Namespace) -> Any:
+    """STEMS's core with ``--memory`` of shared memory, or ``--device``'s own description at ``--level``
+    (its shared memory resized to ``--memory`` when given)."""
+    if args.device is None:
+        if args.level is not None:
+            raise ConfigError("--level", value=args.level, limit="used with --device", fix="add --device NAME")
+        return meta_prototype("1MB" if args.memory is None else args.memory)
+    hw = device_hardware(args.device, args.level)
+    return hw if args.memory is None else hw.with_memory(args.memory)
+
+
+def _bits(args: argparse.Namespace) -> dict[str, int]:
+    """Bit widths of weights, states, spikes and input: STEMS's (4, 12, 1, 4) or ``--device``'s own."""
+    if args.device is None:
+        return {}
+    from pondlib.devices import registry
+
+    return dict(registry.get(args.device).explore_hardware(args.level).get("workload_bits", {}))
+
+
+def _read_model(path: str, steps: int, bits: dict[str, int]) -> Workload:
+    """A workload from a saved pondlib network (``.pond``), a NIR file (``.nir``: its structure only; the
+    step ``dt`` does not change the workload) or a float ONNX model (``.onnx``: a stateless DNN whose
+    ``T`` steps are successive inputs)."""
+    p = Path(path)
+    if p.suffix.lower() == ".onnx":
+        if not p.is_file():
+            raise PondError("model file not found", where=str(p), fix="pass a float .onnx model")
+        from pondlib.interop.onnx import load_onnx
+
+        act = {k: v for k, v in bits.items() if k in ("weight_bits",)}
+        if "input_bits" in bits:
+            act["activation_bits"] = bits["input_bits"]
+        return workload_from_dnn(load_onnx(p), steps, name=p.name, **act)
+    if p.suffix.lower() == ".nir":
+        if not p.is_file():
+            raise PondError("model file not found", where=str(p), fix="pass a .nir file or a .pond network")
+        from pondlib.interop import load_nir
+
+        net = load_nir(p, dt=1e-3).module
+    else:
+        net, _ = read_network(path, "network")
+    return workload_from_graph(net, steps, name=p.name, **bits)
 
 
 def _scale(largest: float, units: tuple[tuple[str, float], ...]) -> tuple[str, float]:
@@ -232,90 +310,208 @@ def _workload_table(w: Workload) -> Any:
     return t
 
 
-def _ranking_table(ex: Exploration, top: int, baseline: Report) -> Any:
-    from rich.table import Table
-
+def _shown(ex: Exploration, top: int, baseline: Report) -> list[tuple[int, Report]]:
+    """The ``top`` best reports with their ranks, and the baseline when it is not among them."""
     rows = list(enumerate(ex.reports[:top], 1))
     if all(r is not baseline for _, r in rows):
         rows.append((ex.reports.index(baseline) + 1, baseline))
+    return rows
+
+
+def _table(title: str, heads: tuple[str, ...]) -> Any:
+    """A rich table whose cells never wrap (``no_wrap``): print it with :func:`_print_wide`."""
+    from rich.table import Table
+
+    t = Table(title=title)
+    for head in heads:
+        t.add_column(head, justify="left" if head == "schedule" else "right", no_wrap=True)
+    return t
+
+
+def _print_wide(console: Any, renderable: Any) -> None:
+    """Print ``renderable`` at its natural width even when that exceeds the console's (piped output is
+    80 or 110 columns): lines get longer, no cell is broken inside a word."""
+    from rich.measure import Measurement
+
+    need = Measurement.get(console, console.options.update_width(10_000), renderable).maximum
+    width = console.width
+    console.width = max(width, need)
+    try:
+        console.print(renderable, crop=False)
+    finally:
+        console.width = width
+
+
+def _ranking_table(ex: Exploration, rows: list[tuple[int, Report]], shown: int, baseline: Report) -> Any:
     unit, size = _scale(max(r.traffic_bits for _, r in rows), _BITS)
     e_unit, e_size = _scale(max(r.energy_pj for _, r in rows), _PJ)
-    t = Table(
-        title=f"best {min(top, len(ex.reports))} of {len(ex.reports)} schedules by {ex.rank_by} "
-        f"({ex.mode} accounting; * Pareto front of traffic and energy)"
+    t = _table(
+        f"best {shown} of {len(ex.reports)} schedules by {ex.rank_by} ({ex.mode} accounting; stacks that "
+        "cannot fit last; * Pareto front of traffic and energy)",
+        ("#", "schedule", f"traffic {unit}", f"energy {e_unit}", "Mcycles", "EDP mJ*Mcyc", "fits", "*"),
     )
-    for head, just in (
-        ("#", "right"),
-        ("schedule", "left"),
-        (f"traffic {unit}", "right"),
-        ("weights", "right"),
-        ("states", "right"),
-        ("spikes", "right"),
-        ("input", "right"),
-        (f"energy {e_unit}", "right"),
-        ("off-chip", "right"),
-        ("on-chip", "right"),
-        ("MAC", "right"),
-        ("fits", "center"),
-        ("*", "center"),
-    ):
-        t.add_column(head, justify=just, overflow="fold")
     for rank, r in rows:
-        c = r.traffic_by_class
         t.add_row(
             str(rank),
-            r.label() + (" (baseline)" if r is baseline else ""),
+            r.schedule.compact(r.time_steps) + (" (baseline)" if r is baseline else ""),
             f"{r.traffic_bits / size:,.2f}",
-            *(f"{c[k] / size:,.2f}" for k in ("weights", "states", "spikes", "input")),
             f"{r.energy_pj / e_size:.3f}",
-            f"{r.offchip_energy_pj / e_size:.3f}",
-            f"{r.onchip_energy_pj / e_size:.3f}",
-            f"{r.mac_energy_pj / e_size:.3f}",
-            "yes" if r.fits else "[red]no[/]",
+            f"{r.latency_cycles / 1e6:,.3f}",
+            f"{r.edp / 1e15:,.3f}",
+            {"yes": "yes", "spills": "[yellow]spills[/]", "no": "[red]no[/]"}[r.fit_status],
             "*" if ex.pareto[rank - 1] else "",
             style="bold" if rank == 1 else None,
         )
     return t
 
 
+def _breakdown_table(rows: list[tuple[int, Report]]) -> Any:
+    unit, size = _scale(max(r.traffic_bits for _, r in rows), _BITS)
+    e_unit, e_size = _scale(max(r.energy_pj for _, r in rows), _PJ)
+    t = _table(
+        f"the same schedules: off-chip traffic ({unit}) per operand, energy ({e_unit}) per part, cycles (M)",
+        ("#", "weights", "states", "spikes", "input", "off-chip", "on-chip", "MAC", "compute", "stalls"),
+    )
+    for rank, r in rows:
+        c = r.traffic_by_class
+        t.add_row(
+            str(rank),
+            *(f"{c[k] / size:,.2f}" for k in ("weights", "states", "spikes", "input")),
+            f"{r.offchip_energy_pj / e_size:.3f}",
+            f"{r.onchip_energy_pj / e_size:.3f}",
+            f"{r.mac_energy_pj / e_size:.3f}",
+            f"{float(r.compute_cycles.sum()) / 1e6:,.3f}",
+            f"{r.stall_cycles / 1e6:,.3f}",
+        )
+    return t
+
+
+def _legend(rows: list[tuple[int, Report]]) -> list[str]:
+    """The schedule key: each shown schedule's full label on its own line, and why a stack does not fit."""
+    lines = [
+        "schedule key (per run of blocks: S one step, T all steps, bN N steps per node; F layer-fused, "
+        "L layer by layer; then the number of blocks):"
+    ]
+    for rank, r in rows:
+        name = f" ({r.schedule.name})" if r.schedule.name not in ("", r.label()) else ""
+        lines.append(f"  #{rank}: {r.label()}{name}")
+        for msg in r.unfit_stacks:
+            lines.append(f"      {'spills' if r.feasible else 'does not fit'}: {msg}")
+    return lines
+
+
+def _payload(w: Workload, hw: Any, args: argparse.Namespace, ex: Exploration, elapsed: float) -> dict:
+    """Everything ``--json`` prints and ``--out`` writes: the workload, the hardware, every schedule."""
+    return {
+        "workload": w.name,
+        "hardware": hw.name,
+        "hardware_notes": list(hw.notes),
+        "memory_bits": hw.memory_bits,
+        "mode": args.mode,
+        "rank_by": args.rank_by,
+        "seconds": elapsed,
+        "schedules": [
+            dict(
+                r.summary(),
+                rank=i,
+                feasible=r.feasible,
+                compact=r.schedule.compact(r.time_steps),
+                pareto=bool(p),
+                unfit=r.unfit_stacks,
+            )
+            for i, (r, p) in enumerate(zip(ex.reports, ex.pareto), 1)
+        ],
+    }
+
+
+def _summary_lines(ex: Exploration, baseline: Report, elapsed: float) -> list[str]:
+    best = ex.best()
+    name = f" ({best.schedule.name})" if best.schedule.name not in ("", best.label()) else ""
+    lines = [
+        f"evaluated {len(ex.reports)} schedules in {elapsed * 1e3:.1f} ms ({elapsed / len(ex.reports) * 1e3:.2f} ms "
+        "each; STEMS takes minutes per schedule)",
+        f"best by {ex.rank_by}: {best.label()}{name}: {_amount(best.traffic_bits, _BITS)} off-chip, "
+        f"{_amount(best.energy_pj, _PJ)}, {best.latency_cycles / 1e6:,.2f} Mcycles per inference",
+    ]
+    if best.traffic_bits > 0 and best is not baseline:
+        lines.append(
+            f"vs {baseline.label()} baseline: {baseline.traffic_bits / best.traffic_bits:.1f}x less off-chip "
+            f"traffic, {baseline.energy_pj / best.energy_pj:.2f}x less energy, "
+            f"{baseline.latency_cycles / best.latency_cycles:.2f}x fewer cycles"
+        )
+    lines.append(
+        f"over the space: traffic worst/best {ex.traffic_ratio():.1f}x, energy worst/best {ex.energy_ratio():.2f}x"
+    )
+    lines.append("Pareto front of traffic and energy:")
+    lines += [f"  {r.label()}" + ("" if r.fits else " (a fused stack does not fit)") for r in ex.front()]
+    n_spill = sum(r.fit_status == "spills" for r in ex.reports)
+    n_no = sum(r.fit_status == "no" for r in ex.reports)
+    if n_spill:
+        lines.append(
+            f"{n_spill} schedules have a fused stack whose spike tiles do not all fit: they spill them to DRAM as "
+            "STEMS does (fits: spills; charged in the traffic)"
+        )
+    if n_no:
+        lines.append(
+            f"{n_no} schedules have a fused stack that cannot hold its weights and a state tile (fits: no): "
+            "ranked after all others"
+        )
+    return lines
+
+
+def _mapper_lines(args: argparse.Namespace, w: Workload, ex: Exploration) -> list[str]:
+    """With ``--device`` and a network MODEL: what the chip's own mapper chooses, beside the explored
+    schedules (the device's ``explore_mapping``), when it describes the level explored."""
+    if args.device is None or args.model is None or Path(args.model).suffix.lower() in (".nir", ".onnx"):
+        return []
+    from pondlib.devices import registry
+
+    net, _ = read_network(args.model, "network")
+    got = registry.get(args.device).explore_mapping(net, w.time_steps)
+    if got is None or got["level"] != (args.level or got["level"]):
+        return []
+    st_lbl = next(r for r in ex.reports if all(b.batch == 1 and not b.fused for b in r.schedule.blocks))
+    best = ex.best()
+    return [
+        f"the {args.device} mapper's own choice: {got['schedule']}",
+        *(f"  {line}" for line in got["layers"]),
+        f"  {_amount(got['traffic_bits'], _BITS)} over the {got['level']} boundary per inference; explored "
+        f"ST-LBL {_amount(st_lbl.traffic_bits, _BITS)}, best {best.label()} {_amount(best.traffic_bits, _BITS)}",
+    ]
+
+
 def run(console: Any, args: argparse.Namespace) -> int:
     """Run ``pond explore`` with ``args`` (from the parser of :func:`add_parser`); print to ``console``.
 
-    Returns 0. Raises :class:`~pondlib.errors.PondError` for a missing or unreadable model, a network that
-    cannot be described as a workload, or a block of ``--stateless-blocks`` that does not exist.
+    With ``--json`` only the JSON document is printed (for scripts). Returns 0. Raises
+    :class:`~pondlib.errors.PondError` for a missing or unreadable model, a network that cannot be described
+    as a workload, or a block of ``--stateless-blocks`` that does not exist.
     """
     from rich.text import Text
 
     w = _workload(args)
-    hw = meta_prototype(args.memory)
+    hw = _hardware(args)
+    t0 = time.perf_counter()
+    ex = explore(w, hw, args.space, mode=args.mode, tb_from=args.tb_from, rank_by=args.rank_by)
+    elapsed = time.perf_counter() - t0
+    if args.json:
+        console.out(json.dumps(_payload(w, hw, args, ex, elapsed), indent=1), highlight=False)
+        return 0
     console.print(
         Text(f"{w.name}: {len(w.layers)} layers, {w.n_blocks} blocks, T = {w.time_steps} on {hw.name}", style="bold")
     )
-    console.print(_workload_table(w))
-    t0 = time.perf_counter()
-    ex = explore(w, hw, args.space, mode=args.mode, tb_from=args.tb_from)
-    elapsed = time.perf_counter() - t0
+    for note in hw.notes:
+        console.print(Text(f"  hardware: {note}"), soft_wrap=True)
+    _print_wide(console, _workload_table(w))
     # every named space holds ST-LBL (B = 1, no fusion): the baseline of STEMS's comparisons
     baseline = next(r for r in ex.reports if all(b.batch == 1 and not b.fused for b in r.schedule.blocks))
-    console.print(_ranking_table(ex, args.top, baseline))
-    best = ex.best()
-    lines = [
-        f"evaluated {len(ex.reports)} schedules in {elapsed * 1e3:.1f} ms ({elapsed / len(ex.reports) * 1e3:.2f} ms "
-        "each; STEMS takes minutes per schedule)",
-        f"best: {best.label()}{f' ({best.schedule.name})' if best.schedule.name not in ('', best.label()) else ''}: "
-        f"{_amount(best.traffic_bits, _BITS)} off-chip, {_amount(best.energy_pj, _PJ)} per inference",
-        f"vs {baseline.label()} baseline: {baseline.traffic_bits / best.traffic_bits:.1f}x less off-chip traffic, "
-        f"{baseline.energy_pj / best.energy_pj:.2f}x less energy"
-        if best.traffic_bits > 0
-        else "",
-        f"over the space: traffic worst/best {ex.traffic_ratio():.1f}x, energy worst/best {ex.energy_ratio():.2f}x; "
-        f"Pareto front: {', '.join(r.label() for r in ex.front())}",
-    ]
-    for line in lines:
-        if line:
-            console.print(Text(line))
-    for msg in best.unfit_stacks:
-        console.print(Text(f"note: the best schedule's fused stack does not fit: {msg}", style="yellow"))
+    rows = _shown(ex, args.top, baseline)
+    _print_wide(console, _ranking_table(ex, rows, min(args.top, len(ex.reports)), baseline))
+    _print_wide(console, _breakdown_table(rows))
+    for line in _legend(rows) + _summary_lines(ex, baseline, elapsed):
+        console.print(Text(line), soft_wrap=True)
+    for line in _mapper_lines(args, w, ex):
+        console.print(Text(line), soft_wrap=True)
     if args.out is not None:
         out = Path(args.out)
         try:
@@ -324,13 +520,6 @@ def run(console: Any, args: argparse.Namespace) -> int:
             raise PondError("cannot create the output folder", value=f"{out} ({exc.strerror or exc})") from None
         fig = plot_exploration(ex, top=args.top)
         fig.savefig(out / "explore.png", dpi=120)
-        payload = {
-            "workload": w.name,
-            "hardware": hw.name,
-            "memory_bits": hw.memory_bits,
-            "mode": args.mode,
-            "schedules": [dict(r.summary(), pareto=bool(p)) for r, p in zip(ex.reports, ex.pareto)],
-        }
-        (out / "explore.json").write_text(json.dumps(payload, indent=1))
-        console.print(Text(f"wrote {out / 'explore.png'} and {out / 'explore.json'}"))
+        (out / "explore.json").write_text(json.dumps(_payload(w, hw, args, ex, elapsed), indent=1))
+        console.print(Text(f"wrote {out / 'explore.png'} and {out / 'explore.json'}"), soft_wrap=True)
     return 0

@@ -24,13 +24,38 @@ they cost anyway, inputs are re-read with the halo factor, outputs are written (
 
 **Fused group** (one node per output column, layer and chunk). Weights, the most reused, stay: sorted
 ascending, those that fit are read once; the rest are re-read by every column node, ``n OX_l W_l``.
-Then one state column tile (``S_l / OX_l``), then the spike tensors (line buffers, tensors entering or
-leaving the stack, tensors held across it) sorted ascending; those that do not fit are spilled (fetched
-states evict spike tiles first). What room is left keeps states resident across chunks, earliest layer
-first (STEMS evicts the lowest ``remaining_uses * 100 - layer_id``). The stack *fits* when its weights,
-state tile and line buffers all fit. Keeping weights first is STEMS's policy, not an optimum: a larger
-memory that keeps more weights of a stack that does not fit can crowd out its line buffers, so a fused
-stack's traffic is not always monotone in the memory size.
+Then one state column tile (``S_l / OX_l``). Then the tensors crossing the stack's boundary (the network
+input's window, tensors entering from before it or held across it, the sink's own output tile), sorted
+ascending: those that do not fit are spilled whole and re-read with the halo factor. Then the outputs
+that have consumers (line buffers, and outputs leaving the stack): when they overflow the room left,
+only the overflow ``V`` is evicted, tile by tile, lowest ``remaining_uses * 100 - layer_id`` first (fewest
+consumers, then the deepest layer); an evicted fraction ``f_p`` of output ``p`` costs ``f_p T O_p``
+written and as much read back. What room is left keeps states resident across chunks, earliest layer
+first. The stack *fits* when its weights, the tile and its line buffers all fit; it *holds* (and only
+spills spike tiles, charged) when its weights and the tile fit. Keeping weights first is STEMS's policy,
+not an optimum: a larger memory that keeps more weights of a stack that does not fit can crowd out its
+line buffers, so a fused stack's traffic is not always monotone in the memory size.
+
+**Rules and sources** (our words; each has a hand-derived check in ``tests/explore``):
+
+* eviction order and volume: STEMS Sec. 4.2.4 (tensors are evicted only when space is needed, ranked by
+  size and by how often they will be used again) with ``docs/EXPLORE.md``'s priority ``remaining_uses *
+  100 - layer_id``; ``stream/cost_model/memory_manager.py`` (``find_best_tensor_combination_to_evict*``)
+  evicts the lowest-priority tensors only until the missing space is freed, hence a partial eviction of
+  line-buffer tiles, not a whole tensor (``test_fusion_rules.py``);
+* write-back: ``stream/cost_model/scheduler.py`` writes an evicted tensor back to DRAM unless DRAM already
+  holds it (weights, the network input start there: ``initialize_offchip_tensors``), and fetches it again
+  when a later node needs it;
+* states between chunks: a state is reused across chunks like a partial sum (STEMS Sec. 4.2.3);
+  layer-by-layer runs keep weights and states only when all of them fit, fused stacks keep what room is
+  left, earliest layer first (equal remaining uses, the lower layer id wins the priority);
+* a node's operands that do not fit: STEMS Sec. 4.2.3 (a tile that does not fit is costed with DRAM as
+  its memory); ``docs/EXPLORE.md``: sorted by size, the largest left in DRAM;
+* halos: a column node re-reads ``FX`` of the ``IX`` input columns, so a tensor left in DRAM costs ``OX FX
+  / IX`` reads; row tiles of ``pe_oy`` rows overlap by ``FY - SY`` rows in layer-by-layer nodes;
+* over-memory stacks: STEMS Sec. 4.2.4 (a tile too large for the core evicts everything else and
+  blocks the DRAM link); here a stack that cannot hold its weights and a state tile re-reads weights per
+  column node and is ranked after every schedule that can (:func:`~pondlib.explore.explore`).
 
 **States.** With ``R_l`` bits of layer ``l``'s state resident across chunks (``R_l = S_l`` in a
 persistent run, ``0`` in a non-persistent one):
@@ -75,6 +100,7 @@ import numpy as np
 
 from pondlib.errors import ConfigError
 from pondlib.explore.hardware import Hardware
+from pondlib.explore.latency import _compute_vector, _inner_vector, _layer_cycles
 from pondlib.explore.report import GroupReport, Report
 from pondlib.explore.schedule import Schedule
 from pondlib.explore.workload import NETWORK_INPUT, Workload
@@ -141,6 +167,9 @@ class _Static:
         sh, ib = hw.shared, hw.input_buffer
         self.pe_read_pj, self.mac_pj = _pe_and_mac_energy(w, hw)
         self.out_write_pj = T * float(self.o.sum()) * sh.write_energy_pj_per_bit
+        self.out_bits = T * self.o
+        self.compute = _compute_vector(w, hw)
+        self.inner = _inner_vector(w, hw)
         self.weighted = np.array([x.weighted for x in lay])
         self.in_fill_pj = np.where(
             self.weighted,
@@ -343,6 +372,10 @@ class _Moves:
             ``n OX_l W_l`` (LF, left in DRAM).
         resident: ``R_l``, the state bits kept on chip across chunks.
         weight_fills: weight-buffer fills per inference, in units of ``W_l``.
+        streamed: ``(L, 3)`` bool: the layer's node streams its weights, its state or its output from or
+            to DRAM while it computes (they could not be held: :mod:`~pondlib.explore.latency`, rule 2).
+        evicted: ``f_p``, the fraction of a fused stack's line buffer ``p`` evicted to DRAM and fetched
+            back (**Fused group**, partial eviction).
     """
 
     spilled: np.ndarray
@@ -350,20 +383,25 @@ class _Moves:
     weight_reads: np.ndarray
     resident: np.ndarray
     weight_fills: np.ndarray
+    streamed: np.ndarray
+    evicted: np.ndarray
 
     @classmethod
     def empty(cls, L: int) -> _Moves:
-        """Nothing spilled, read, resident or filled yet."""
-        return cls(np.zeros(L, dtype=bool), set(), np.zeros(L), np.zeros(L), np.zeros(L))
+        """Nothing spilled, read, resident, filled, streamed or evicted yet."""
+        z = np.zeros
+        return cls(z(L, dtype=bool), set(), z(L), z(L), z(L), z((L, 3), dtype=bool), z(L))
 
 
 class _GroupUse(NamedTuple):
-    """On-chip use of one group: persistent (LBL), working set and peak (bits), and whether it fits."""
+    """On-chip use of one group: persistent (LBL), working set and peak (bits), whether it fits, and
+    whether it holds its weights and a state tile (a fused stack that does not may only spill spikes)."""
 
     persistent: bool
     working: float
     fits: bool
     peak: float
+    holds: bool = True
 
 
 def _lbl_operands(st: _Static, lay: _Layout, g: int, j: int, persistent: bool) -> list[tuple[float, int, Any]]:
@@ -402,6 +440,9 @@ def _lbl_spill(moves: _Moves, left: list, j: int) -> None:
             moves.refetch.add((NETWORK_INPUT, j))
         elif kind in ("out", "held"):
             moves.spilled[ref] = True
+            moves.streamed[ref, 2] = True
+        elif kind in ("w", "s"):
+            moves.streamed[ref, 0 if kind == "w" else 1] = True
 
 
 def _lbl_group(st: _Static, lay: _Layout, moves: _Moves, g: int, n: int, M: float) -> _GroupUse:
@@ -464,22 +505,19 @@ def _lf_spike_operands(st: _Static, lay: _Layout, g: int) -> tuple[list[tuple[fl
     return unique, line_buffers
 
 
-def _lf_spill(st: _Static, lay: _Layout, moves: _Moves, left: list, g: int) -> bool:
-    """Record the spike tensors fused group ``g`` left in DRAM (spilled, re-read with the halo factor by
-    their consumers in the stack); True when one of them is a line buffer (the stack does not fit)."""
+def _lf_spill(st: _Static, lay: _Layout, moves: _Moves, left: list, g: int) -> None:
+    """Record the tensors crossing fused group ``g``'s boundary that it left in DRAM (spilled whole,
+    re-read with the halo factor by their consumers in the stack)."""
     lo, hi = lay.bounds[g]
-    lb_left = False
     for kind, ref in left:
         if kind == "x":
             moves.refetch.add((NETWORK_INPUT, ref))
             continue
         moves.spilled[ref] = True
-        if kind == "out" and lay.internal[ref]:
-            lb_left = True
+        moves.streamed[ref, 2] = True
         for c in st.consumers[ref]:
             if lo <= c <= hi:
                 moves.refetch.add((ref, c))
-    return lb_left
 
 
 def _lf_keep_states(st: _Static, moves: _Moves, lo: int, hi: int, room: float, used: float) -> float:
@@ -509,6 +547,7 @@ def _lf_group(st: _Static, lay: _Layout, moves: _Moves, g: int, n: int, M: float
         moves.weight_reads[j] = st.w[j]
     for j in w_left:
         moves.weight_reads[j] = n * st.ox[j] * st.w[j]
+        moves.streamed[j, 0] = True
     room = M - used
     tiles = [st.s[j] / st.ox[j] for j in idx if st.s[j] > 0]
     tile = max(tiles) if tiles else 0.0
@@ -517,26 +556,52 @@ def _lf_group(st: _Static, lay: _Layout, moves: _Moves, g: int, n: int, M: float
         room -= tile
         used += tile
     sops, line_buffers = _lf_spike_operands(st, lay, g)
-    _, s_left, s_used = _fit(sops, room)
+    lbs = [o for o in sops if o[2][0] == "out" and st.consumers[o[2][1]]]  # line buffers, leaving outputs
+    _, s_left, s_used = _fit([o for o in sops if o not in lbs], max(room, 0.0))
     room -= s_used
     used += s_used
-    lb_left = _lf_spill(st, lay, moves, s_left, g)
+    _lf_spill(st, lay, moves, s_left, g)
+    outs = sum(o[0] for o in lbs)
+    if outs <= room:
+        room -= outs
+        used += outs
+    else:
+        _lf_evict(st, moves, lbs, outs - max(room, 0.0))
+        used += max(room, 0.0)
+        room = 0.0
     if n > 1:
         used = _lf_keep_states(st, moves, lo, hi, room, used)
     working = sum(o[0] for o in wops) + tile + line_buffers
-    fits = not w_left and tile_ok and not lb_left
+    holds = not w_left and tile_ok
+    fits = holds and not any(moves.evicted[o[2][1]] > 0 for o in lbs if lay.internal[o[2][1]])
     wsum = float(st.w[lo : hi + 1].sum())
     fill = 1.0 if wsum <= hw.weight_buffer.size_bits else None
     for j in idx:
         moves.weight_fills[j] = n * (fill if fill is not None else st.ox[j])
-    return _GroupUse(False, working, fits, used)
+    return _GroupUse(False, working, fits, used, holds)
+
+
+def _lf_evict(st: _Static, moves: _Moves, lbs: list[tuple[float, int, Any]], overflow: float) -> None:
+    """Evict ``overflow`` bits of line-buffer tiles per column node, as STEMS's memory manager makes room:
+    the tiles with the lowest ``remaining_uses * 100 - layer_id`` go first (fewest consumers, then the
+    deepest layer), only as many as needed; each evicted tile is written to DRAM and read back once, so a
+    fraction ``f_p`` of line buffer ``p`` costs ``f_p T O_p`` written and as much read."""
+    order = sorted(lbs, key=lambda o: len(st.consumers[o[2][1]]) * 100 - o[2][1])
+    for size, _, (_, p) in order:
+        if overflow <= 0 or size <= 0:
+            break
+        take = min(size, overflow)
+        moves.evicted[p] = take / size
+        overflow -= take
 
 
 def _group_report(workload: Workload, lay: _Layout, moves: _Moves, g: int, bs: tuple, use: _GroupUse) -> GroupReport:
     """The :class:`GroupReport` of group ``g`` after its rules ran."""
     b0, b1 = lay.spans[g]
     lo, hi = lay.bounds[g]
-    spilled_here = [j for j in range(lo, hi + 1) if moves.spilled[j]]
+    spilled_here = [j for j in range(lo, hi + 1) if moves.spilled[j] or moves.evicted[j] > 0]
+    T = workload.time_steps
+    evicted = sum(2.0 * moves.evicted[j] * T * workload.tables.outputs[j] for j in range(lo, hi + 1))
     return GroupReport(
         blocks=(b0, b1),
         layers=(lo, hi),
@@ -548,12 +613,15 @@ def _group_report(workload: Workload, lay: _Layout, moves: _Moves, g: int, bs: t
         working_set_bits=int(use.working),
         fits=bool(use.fits),
         spilled=tuple(workload.layers[j].name for j in spilled_here),
+        holds=bool(use.holds),
+        evicted_bits=int(evicted),
     )
 
 
 class _Traffic(NamedTuple):
-    """Off-chip bits per layer over ``T`` steps ((L,) each), and the bits each layer moves from the shared
-    memory into its input buffer (``reads_onchip``, for the on-chip energy)."""
+    """Off-chip bits per layer over ``T`` steps ((L,) each), the bits each layer moves from the shared
+    memory into its input buffer (``reads_onchip``, for the on-chip energy) and the DRAM reads it streams
+    during its node (``streamed_reads``: tensors it could not hold, re-read with the halo factor)."""
 
     state_reads: np.ndarray
     state_writes: np.ndarray
@@ -561,6 +629,7 @@ class _Traffic(NamedTuple):
     spike_reads: np.ndarray
     input_reads: np.ndarray
     reads_onchip: np.ndarray
+    streamed_reads: np.ndarray
 
 
 def _traffic(st: _Static, lay: _Layout, moves: _Moves, T: int, mode: str) -> _Traffic:
@@ -577,10 +646,14 @@ def _traffic(st: _Static, lay: _Layout, moves: _Moves, T: int, mode: str) -> _Tr
     else:
         s_reads = (n_chunks - 1.0) * nonres
     s_writes = s_reads.copy()
-    sp_w = np.where(moves.spilled, T * st.o, 0.0)
+    # a tensor spilled whole is written once; else the evicted fraction of its tiles is written and read back
+    sp_w = np.where(moves.spilled, T * st.o, moves.evicted * T * st.o)
     sp_r = np.zeros(st.L)
+    for p in np.flatnonzero((moves.evicted > 0) & ~moves.spilled):
+        sp_r[min(st.consumers[p])] += moves.evicted[p] * T * st.o[p]  # read back by its first consumer
     x_r = np.zeros(st.L)
     reads_onchip = np.zeros(st.L)
+    streamed = np.zeros(st.L)
     refetch, spilled = moves.refetch, moves.spilled
     for j in range(st.L):
         factor = st.refetch[lay.fused[j]][j]
@@ -591,8 +664,28 @@ def _traffic(st: _Static, lay: _Layout, moves: _Moves, T: int, mode: str) -> _Tr
                 x_r[j] += bits
             elif spilled[src]:
                 sp_r[j] += bits
+            if halo:
+                streamed[j] += bits
             reads_onchip[j] += T * st.i[j] * (factor if st.weighted[j] else 1.0)
-    return _Traffic(s_reads, s_writes, sp_w, sp_r, x_r, reads_onchip)
+    return _Traffic(s_reads, s_writes, sp_w, sp_r, x_r, reads_onchip, streamed)
+
+
+def _cycles(st: _Static, hw: Hardware, moves: _Moves, tr: _Traffic, chunks_moved: np.ndarray) -> tuple:
+    """``(compute, cycles)``: ``(L,)`` compute cycles and total cycles per layer (:mod:`~pondlib.explore.latency`).
+
+    Shared-memory bits of layer ``l``: ``fills_l W_l + reads_onchip_l + 2 S_l chunks_moved_l + T O_l``.
+    Streamed DRAM bits: the weights, states and outputs its node could not hold (``moves.streamed``) and
+    the reads with the halo factor; every other DRAM bit is fetched before the node.
+    """
+    shared = moves.weight_fills * st.w + tr.reads_onchip + 2.0 * st.s * chunks_moved + st.out_bits
+    total = moves.weight_reads + tr.state_reads + tr.state_writes + tr.spike_writes + tr.spike_reads + tr.input_reads
+    sm = moves.streamed
+    streamed = (
+        sm[:, 0] * moves.weight_reads + sm[:, 1] * (tr.state_reads + tr.state_writes) + sm[:, 2] * tr.spike_writes
+    ) + tr.streamed_reads
+    streamed = np.minimum(streamed, total)
+    cycles = _layer_cycles(st.compute, st.inner, shared, streamed, total - streamed, hw)
+    return st.compute, cycles
 
 
 def _energy(
@@ -653,6 +746,8 @@ def evaluate(workload: Workload, hardware: Hardware, schedule: Schedule, mode: s
         groups.append(_group_report(workload, lay, moves, g, bs, use))
     tr = _traffic(st, lay, moves, T, mode)
     e_off, e_on = _energy(st, hardware, lay, moves, tr, T, mode)
+    n_chunks = T / lay.batch
+    compute, cycles = _cycles(st, hardware, moves, tr, n_chunks if mode == "stems" else n_chunks - 1.0)
     return Report(
         workload=workload.name,
         schedule=schedule,
@@ -671,4 +766,6 @@ def evaluate(workload: Workload, hardware: Hardware, schedule: Schedule, mode: s
         mac_energy_pj=float(st.mac_pj),
         peak_onchip_bits=int(peak),
         groups=tuple(groups),
+        compute_cycles=compute,
+        layer_cycles=cycles,
     )

@@ -1,7 +1,8 @@
 r"""Evaluate every schedule of a space, rank them, and find the Pareto front of traffic and energy.
 
 :func:`explore` evaluates each schedule of ``space`` with :func:`~pondlib.explore.evaluate` and returns an
-:class:`Exploration`: the reports ranked by ``rank_by`` (energy, then traffic), the Pareto front (no other
+:class:`Exploration`: the reports ranked by ``rank_by`` (energy, traffic, latency or energy-delay product;
+schedules whose fused stacks cannot hold their weights last), the Pareto front (no other
 schedule has both less or equal off-chip traffic and less or equal energy, one of them strictly less),
 and the ratios worst / best. A space is ``"hybrid"`` (STEMS's ``(N + 1)^2`` one-split-point schedules),
 ``"uniform"`` (``B`` in ``{1, 2, 4, ..., T}`` x {LBL, LF}), ``"all"`` (both, without duplicates) or any
@@ -42,8 +43,16 @@ __all__ = ["explore", "Exploration", "pareto_mask", "schedule_space", "state_rem
 
 #: Named spaces of :func:`schedule_space`.
 SPACES = ("hybrid", "uniform", "all")
-#: Ranking keys of :func:`explore`.
-RANKINGS = ("energy", "traffic")
+#: Ranking keys of :func:`explore`: total energy, off-chip traffic, latency (cycles), energy-delay product.
+RANKINGS = ("energy", "traffic", "latency", "edp")
+
+#: Sort key of each ranking: the key itself, ties broken by the others.
+_KEYS = {
+    "energy": lambda r: (r.energy_pj, r.traffic_bits, r.latency_cycles),
+    "traffic": lambda r: (r.traffic_bits, r.energy_pj, r.latency_cycles),
+    "latency": lambda r: (r.latency_cycles, r.energy_pj, r.traffic_bits),
+    "edp": lambda r: (r.edp, r.energy_pj, r.traffic_bits),
+}
 
 
 def pareto_mask(traffic: Any, energy: Any) -> np.ndarray:
@@ -118,9 +127,10 @@ class Exploration:
     """Ranked reports of a schedule space.
 
     Attributes:
-        reports: every :class:`~pondlib.explore.Report`, best first by ``rank_by`` (ties: the other key).
+        reports: every :class:`~pondlib.explore.Report`, those that fit first, each part best first by
+            ``rank_by`` (ties: the other keys).
         pareto: ``(n,)`` bool, True for the reports on the Pareto front of (traffic, energy).
-        rank_by: ``"energy"`` or ``"traffic"``. mode: the accounting mode. workload, hardware: names.
+        rank_by: one of :data:`RANKINGS`. mode: the accounting mode. workload, hardware: names.
         seconds: wall time of the evaluation.
     """
 
@@ -185,7 +195,11 @@ def explore(
         workload, hardware: what to schedule on what.
         space: ``"hybrid"``, ``"uniform"``, ``"all"`` or a sequence of schedules.
         mode: ``"stems"`` or ``"ideal"`` (see :func:`~pondlib.explore.evaluate`).
-        rank_by: ``"energy"`` (ties broken by traffic) or ``"traffic"`` (ties broken by energy).
+        rank_by: ``"energy"``, ``"traffic"``, ``"latency"`` (cycles) or ``"edp"`` (energy x cycles); ties
+            broken by the others. Schedules whose fused stacks hold their weights and a state tile
+            (:attr:`~pondlib.explore.Report.feasible`: they fit, or evict spike tiles as STEMS does, the
+            eviction charged) rank before those that cannot, whatever the key; the reason is shown by
+            :attr:`~pondlib.explore.Report.unfit_stacks`.
         tb_from, lf_from: the side the hybrids count time-batched and fused blocks from.
 
     Raises:
@@ -200,10 +214,8 @@ def explore(
     t0 = time.perf_counter()
     reports = [evaluate(workload, hardware, s, mode) for s in schedules]
     seconds = time.perf_counter() - t0
-    if rank_by == "energy":
-        reports.sort(key=lambda r: (r.energy_pj, r.traffic_bits))
-    else:
-        reports.sort(key=lambda r: (r.traffic_bits, r.energy_pj))
+    key = _KEYS[rank_by]
+    reports.sort(key=lambda r: (not r.feasible, key(r)))
     mask = pareto_mask([r.traffic_bits for r in reports], [r.energy_pj for r in reports])
     mask.setflags(write=False)
     return Exploration(tuple(reports), mask, rank_by, mode, workload.name, hardware.name, seconds)

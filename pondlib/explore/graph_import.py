@@ -51,7 +51,7 @@ import numpy as np
 
 from pondlib.errors import GraphError
 from pondlib.explore._checks import Problems
-from pondlib.explore.workload import NETWORK_INPUT, Layer, Workload
+from pondlib.explore.workload import MAX_SIZE, NETWORK_INPUT, Layer, Workload
 
 __all__ = ["workload_from_graph"]
 
@@ -406,7 +406,7 @@ def workload_from_graph(
             ("input_bits", input_bits),
         )
     }
-    t = p.integer(time_steps, "time_steps", lo=1)
+    t = p.integer(time_steps, "time_steps", lo=1, hi=MAX_SIZE)
     if name is not None:
         p.instance(name, "name", str)
     p.raise_if_any("pass positive whole bit widths (<= 64) and time steps")

@@ -46,7 +46,16 @@ from typing import Any
 from pondlib.errors import ConfigError
 from pondlib.explore._checks import Problems
 
-__all__ = ["MemoryLevel", "Hardware", "meta_prototype", "parse_memory_size", "MEMORY_PRESETS", "BANK_BITS"]
+__all__ = [
+    "MemoryLevel",
+    "Hardware",
+    "meta_prototype",
+    "parse_memory_size",
+    "hardware_from_description",
+    "device_hardware",
+    "MEMORY_PRESETS",
+    "BANK_BITS",
+]
 
 #: One STEMS global-buffer bank: 128 KiB (131,072 x 8 bit).
 BANK_BITS = 131072 * 8
@@ -109,6 +118,7 @@ class Hardware:
         sop_energy_pj: pJ per synaptic operation (1-bit input).
         mac_energy_pj: pJ per multi-bit multiply-accumulate.
         pe_k, pe_c, pe_oy: PE array unrolling over output channels, input channels and output rows.
+        notes: where each figure comes from (calibrated or assumed), one line each.
 
     Raises:
         ConfigError: every bad field at once (a level that is not a :class:`MemoryLevel`, an unbounded
@@ -125,6 +135,7 @@ class Hardware:
     pe_k: int = 32
     pe_c: int = 2
     pe_oy: int = 16
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         p = Problems(f"Hardware {self.name!r}" if isinstance(self.name, str) else "Hardware")
@@ -135,7 +146,10 @@ class Hardware:
                 p.add(f"{level}.size_bits: got None (unbounded), expected a capacity in bits for on-chip memory")
         sop = p.number(self.sop_energy_pj, "sop_energy_pj", lo=0.0)
         mac = p.number(self.mac_energy_pj, "mac_energy_pj", lo=0.0)
-        pes = {n: p.integer(getattr(self, n), n, lo=1) for n in ("pe_k", "pe_c", "pe_oy")}
+        pes = {n: p.integer(getattr(self, n), n, lo=1, hi=2**31 - 1) for n in ("pe_k", "pe_c", "pe_oy")}
+        notes = self.notes
+        if not isinstance(notes, tuple) or not all(isinstance(n, str) for n in notes):
+            p.add(f"notes: got a {type(notes).__name__}, expected a tuple of str")
         p.raise_if_any("describe every memory level with MemoryLevel and give energies in pJ (finite, >= 0)")
         object.__setattr__(self, "sop_energy_pj", sop)
         object.__setattr__(self, "mac_energy_pj", mac)
@@ -252,3 +266,110 @@ def meta_prototype(memory: int | str = "1MB") -> Hardware:
         pe_c=2,
         pe_oy=16,
     )
+
+
+_LEVEL_KEYS = ("name", "size_bits", "bandwidth_bits_per_cycle", "read_energy_pj_per_bit", "write_energy_pj_per_bit")
+_EXTRA_KEYS = ("levels", "notes", "workload_bits")  # read by the caller (pond explore), not by Hardware
+_DESC_KEYS = (
+    "name",
+    "shared",
+    "input_buffer",
+    "weight_buffer",
+    "dram",
+    "sop_energy_pj",
+    "mac_energy_pj",
+    "pe_k",
+    "pe_c",
+    "pe_oy",
+)
+
+
+def hardware_from_description(desc: Any) -> Hardware:
+    """A :class:`Hardware` from plain data: what a chip's ``Device.explore_hardware()`` returns.
+
+    ``desc`` holds ``name``, ``shared``, ``input_buffer``, ``weight_buffer``, ``dram`` (each a mapping of
+    the :class:`MemoryLevel` fields), ``sop_energy_pj``, ``mac_energy_pj``, ``pe_k``, ``pe_c``, ``pe_oy``,
+    and optionally ``notes`` (kept), ``levels`` and ``workload_bits`` (for the caller, ignored here).
+
+    Raises:
+        ConfigError: not a mapping, a missing or unknown key, or a bad value (every problem listed).
+
+    Example:
+        >>> hw = hardware_from_description(_example_description())
+        >>> hw.name, hw.memory_bits, hw.notes
+        ('toy', 8192, ('all assumed',))
+    """
+    from collections.abc import Mapping
+
+    p = Problems("hardware description")
+    if not isinstance(desc, Mapping):
+        p.add(f"description: got a {type(desc).__name__}, expected a mapping (Device.explore_hardware())")
+        p.raise_if_any("pass what a device's explore_hardware() returns")
+    missing = [k for k in _DESC_KEYS if k not in desc]
+    unknown = sorted(str(k) for k in desc if k not in (*_DESC_KEYS, *_EXTRA_KEYS))
+    if missing:
+        p.add(f"keys: missing {missing}")
+    if unknown:
+        p.add(f"keys: unknown {unknown}; expected some of {list(_DESC_KEYS) + list(_EXTRA_KEYS)}")
+    levels = {}
+    for key in ("shared", "input_buffer", "weight_buffer", "dram"):
+        level = desc.get(key)
+        if key in missing:
+            continue
+        if not isinstance(level, Mapping) or sorted(level) != sorted(_LEVEL_KEYS):
+            p.add(f"{key}: expected a mapping with exactly the keys {list(_LEVEL_KEYS)}")
+            continue
+        try:
+            levels[key] = MemoryLevel(**{k: level[k] for k in _LEVEL_KEYS})
+        except ConfigError as err:
+            p.add(f"{key}: {err}")
+    p.raise_if_any("describe the chip as Device.explore_hardware() documents")
+    notes = desc.get("notes", ())
+    return Hardware(
+        name=desc["name"],
+        **levels,
+        **{k: desc[k] for k in ("sop_energy_pj", "mac_energy_pj", "pe_k", "pe_c", "pe_oy")},
+        notes=tuple(notes) if isinstance(notes, (list, tuple)) else notes,
+    )
+
+
+def _example_description() -> dict[str, Any]:
+    """A minimal description in the format of ``Device.explore_hardware()`` (for examples and tests)."""
+
+    def level(name: str, size: int | None) -> dict[str, Any]:
+        return dict(zip(_LEVEL_KEYS, (name, size, 64.0, 0.1, 0.1)))
+
+    return {
+        "name": "toy",
+        "shared": level("sram", 8192),
+        "input_buffer": level("ib", 1024),
+        "weight_buffer": level("wb", 1024),
+        "dram": level("dram", None),
+        "sop_energy_pj": 0.1,
+        "mac_energy_pj": 0.2,
+        "pe_k": 4,
+        "pe_c": 1,
+        "pe_oy": 1,
+        "notes": ("all assumed",),
+    }
+
+
+def device_hardware(device: Any, level: str | None = None) -> Hardware:
+    """The :class:`Hardware` of a registered chip (its registry name or a ``Device``), from its
+    ``explore_hardware(level)``; ``level`` picks the memory the schedules compete for.
+
+    Raises:
+        PondError: an unknown device, or one without a description (the message names both).
+
+    Example:
+        >>> from pondlib.devices import registry
+        >>> described = [n for n in registry.names() if "explore_hardware" in type(registry.get(n)).__dict__]
+        >>> all(device_hardware(n).memory_bits > 0 for n in described), len(described) >= 2
+        (True, True)
+    """
+    from pondlib.devices import registry
+
+    dev = registry.get(device) if isinstance(device, str) else device
+    if not hasattr(dev, "explore_hardware"):
+        raise ConfigError("device", value=f"a {type(device).__name__}", limit="a device name or a Device")
+    return hardware_from_description(dev.explore_hardware(level))

@@ -48,7 +48,11 @@ class GroupReport:
             LBL: the largest node's operands (weights, state, inputs, output, held tensors).
         fits: LF: the working set fits on chip (nothing but boundary tensors left in DRAM); LBL: every
             node's operands fit.
-        spilled: names of the layers whose output tensors this group sends to DRAM.
+        spilled: names of the layers whose output tensors this group sends to DRAM (whole, or partly
+            evicted line buffers).
+        holds: LF: the stack holds its weights and one state column tile, so that only spike tiles spill
+            (``False``: weights re-read per column or states streamed: the stack cannot fit); LBL: True.
+        evicted_bits: LF: DRAM bits (written and read back) of the line-buffer tiles evicted to make room.
     """
 
     blocks: tuple[int, int]
@@ -61,6 +65,8 @@ class GroupReport:
     working_set_bits: int
     fits: bool
     spilled: tuple[str, ...]
+    holds: bool = True
+    evicted_bits: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,14 +77,16 @@ class Report:
         workload: the workload's name. schedule: the evaluated schedule. mode: ``"stems"`` or ``"ideal"``.
         memory_bits: shared on-chip memory (bits). time_steps: ``T``.
         layer_names: (L,) names.
-        weight_read_bits, state_read_bits, state_write_bits, spike_read_bits, spike_write_bits,
-        input_read_bits: (L,) off-chip bits per layer (spike writes are charged to the producing layer,
-            reads to the reading layer).
+        weight_read_bits, state_read_bits, state_write_bits, spike_read_bits, spike_write_bits, input_read_bits: (L,)
+            off-chip bits per layer (spike writes are charged to the producing layer, reads to the reading layer).
         offchip_energy_pj: DRAM transfers, sender read + receiver write per bit.
         onchip_energy_pj: shared memory <-> inner buffers <-> PE array.
         mac_energy_pj: SOPs and MACs (schedule independent).
         peak_onchip_bits: the largest on-chip occupancy of any node or fused stack.
         groups: one :class:`GroupReport` per group.
+        compute_cycles: (L,) cycles of each layer's PE-array work over ``T`` steps.
+        layer_cycles: (L,) cycles of each layer over ``T`` steps, memory stalls and DRAM fetches included
+            (:mod:`~pondlib.explore.latency`); their sum is :attr:`latency_cycles`.
     """
 
     workload: str
@@ -98,6 +106,8 @@ class Report:
     mac_energy_pj: float
     peak_onchip_bits: int
     groups: tuple[GroupReport, ...]
+    compute_cycles: np.ndarray
+    layer_cycles: np.ndarray
 
     def __post_init__(self) -> None:
         for name in (
@@ -107,6 +117,8 @@ class Report:
             "spike_read_bits",
             "spike_write_bits",
             "input_read_bits",
+            "compute_cycles",
+            "layer_cycles",
         ):
             getattr(self, name).setflags(write=False)
 
@@ -166,6 +178,22 @@ class Report:
             raise ConfigError("energy part", value=repr(part), limit=list(parts), where="energy_mj")
         return parts[part] / PJ_PER_MJ
 
+    # -- latency ----------------------------------------------------------------------------------------
+    @property
+    def latency_cycles(self) -> float:
+        """Cycles of the whole inference (``T`` steps): the sum of :attr:`layer_cycles` (one core)."""
+        return float(self.layer_cycles.sum())
+
+    @property
+    def stall_cycles(self) -> float:
+        """Cycles beyond the PE array's compute: memory-bound stretches and DRAM fetches."""
+        return self.latency_cycles - float(self.compute_cycles.sum())
+
+    @property
+    def edp(self) -> float:
+        """Energy-delay product in pJ x cycles."""
+        return self.energy_pj * self.latency_cycles
+
     # -- fit ----------------------------------------------------------------------------------------------
     @property
     def fits(self) -> bool:
@@ -173,13 +201,32 @@ class Report:
         return all(g.fits for g in self.groups if g.fused)
 
     @property
+    def feasible(self) -> bool:
+        """True when every fused stack holds its weights and a state tile: it fits, or it only evicts
+        spike tiles, as STEMS does (charged in the traffic); schedules that are not rank last."""
+        return all(g.holds for g in self.groups if g.fused)
+
+    @property
+    def fit_status(self) -> str:
+        """``"yes"`` (fits), ``"spills"`` (evicts spike tiles or boundary tensors, charged) or ``"no"``
+        (a fused stack cannot hold its weights or a state tile)."""
+        return "yes" if self.fits else ("spills" if self.feasible else "no")
+
+    @property
     def unfit_stacks(self) -> list[str]:
-        """One line per fused stack whose working set does not fit."""
-        return [
-            f"blocks {g.blocks[0]}-{g.blocks[1]}: working set {g.working_set_bits} bit > {self.memory_bits} bit"
-            for g in self.groups
-            if g.fused and not g.fits
-        ]
+        """One line per fused stack whose working set does not fit: its blocks, working set against the
+        memory, and the tensors it spills to DRAM (charged in the traffic)."""
+        lines = []
+        for g in self.groups:
+            if g.fused and not g.fits:
+                names = ", ".join(g.spilled[:4]) + (f" and {len(g.spilled) - 4} more" if len(g.spilled) > 4 else "")
+                why = "" if g.holds else "; cannot hold its weights and a state tile: weights re-read per column"
+                spill = f"; spills {names} to DRAM (charged)" if g.spilled else ""
+                lines.append(
+                    f"blocks {g.blocks[0]}-{g.blocks[1]}: working set {g.working_set_bits} bit > "
+                    f"{self.memory_bits} bit{why}{spill}"
+                )
+        return lines
 
     def label(self) -> str:
         """The schedule's run-length label (``'TB-LF x2 | TB-LBL x5'``)."""
@@ -194,12 +241,16 @@ class Report:
         out["energy_mj"] = self.energy_mj()
         for k in ("offchip", "onchip", "mac"):
             out[f"{k}_mj"] = self.energy_mj(k)
+        out["latency_mcycles"] = self.latency_cycles / 1e6
+        out["compute_mcycles"] = float(self.compute_cycles.sum()) / 1e6
+        out["edp_mj_mcycles"] = self.edp / PJ_PER_MJ / 1e6
         out["peak_onchip_bits"] = float(self.peak_onchip_bits)
         out["fits"] = self.fits
+        out["fit_status"] = self.fit_status
         return out
 
     def __repr__(self) -> str:
         return (
             f"Report({self.label()!r}, {self.mode}, traffic {self.traffic_mib():.2f} MiB, "
-            f"energy {self.energy_mj():.3f} mJ, fits={self.fits})"
+            f"energy {self.energy_mj():.3f} mJ, {self.latency_cycles / 1e6:.2f} Mcycles, fits={self.fits})"
         )

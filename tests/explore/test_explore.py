@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -101,23 +98,25 @@ def test_pareto_mask_keeps_exactly_the_non_dominated_points(points):
     assert mask.any()
 
 
-def test_all_64_hybrids_evaluate_in_under_a_second(sew7):
+def test_all_64_hybrids_evaluate_deterministically(sew7):
+    """Every hybrid of the space evaluates, twice to the same figures (the speed is benchmarks/explore_speed.py's:
+    timings are not asserted in the suite)."""
     hw = meta_prototype("1MB")
     space = hybrid_space(7, 16)
-    evaluate(sew7, hw, space[0])  # warm the per-workload tables
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for s in space:
-            evaluate(sew7, hw, s)
-        times.append(time.perf_counter() - t0)
-    assert statistics.median(times) < 1.0, times
+    assert len(space) == 64
+    first = [evaluate(sew7, hw, s).energy_mj() for s in space]
+    again = [evaluate(sew7, hw, s).energy_mj() for s in space]
+    assert first == again and all(e > 0 for e in first)
 
 
 def test_ranking_by_traffic(sew7):
     ex = explore(sew7, meta_prototype("128KB"), "hybrid", rank_by="traffic", mode="ideal")
     traffic = ex.traffic_bits
-    assert np.all(np.diff(traffic) >= 0) and ex.mode == "ideal" and ex.rank_by == "traffic"
+    fits = np.array([r.feasible for r in ex.reports])
+    n_fit = int(fits.sum())
+    assert 0 < n_fit < len(fits) and fits[:n_fit].all()  # those that fit first, then the rest
+    assert np.all(np.diff(traffic[:n_fit]) >= 0) and np.all(np.diff(traffic[n_fit:]) >= 0)
+    assert ex.mode == "ideal" and ex.rank_by == "traffic"
 
 
 def test_plot_marks_the_pareto_front(at1m):
