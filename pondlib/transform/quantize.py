@@ -12,8 +12,13 @@ weight, then round (half to even) and clip:
     W_q = \mathrm{clip}(\mathrm{rint}(s W), -2^{b-1}, 2^{b-1} - 1), \qquad
     \theta_q = \mathrm{clip}(\mathrm{rint}(s \theta), -2^{15}, 2^{15} - 1)
 
-with one scale per layer (:func:`global_quantize`) or per post-synaptic neuron (:func:`channel_quantize`);
-each device documents its own (``pondlib.devices.<chip>.quantize``). Devices whose mappers quantize
+with one scale per layer (:func:`global_quantize`) or per post-synaptic neuron (:func:`channel_quantize`),
+lowered where needed so that every threshold and bias fits its integer range,
+``s = min((2^{b-1} - 1) / max|W|, (2^{15} - 1) / max(|\theta|, |b|))``: a threshold is never capped alone
+(weights and thresholds shrink together and the report names the weight resolution given up,
+``quantization.resolution_lost``, in bits); each device documents its own
+(``pondlib.devices.<chip>.quantize``; Xylo's global method also counts a bias larger than every weight
+in ``max|W|``, as Rockpool does). Devices whose mappers quantize
 themselves have no such methods.
 
 Rockpool's calling convention works too: ``channel_quantize(**spec)`` (the fields as keywords) or a plain

@@ -13,6 +13,21 @@ with ``b = bits`` (8 on Xylo). The same scale ``s`` multiplies the thresholds an
 neurons the weights feed, so the dynamics are unchanged up to rounding (the LIF equations are linear
 in weights, threshold and bias). Dashes are rounded to integers; aliases and weight shifts are kept.
 
+**Thresholds and biases always fit** (as Rockpool does, with one rounding instead of its two): where
+``s |theta|`` or ``s |b|`` would leave the state range, the scale is lowered for the whole layer (or
+neuron) so that the largest of them lands on ``2^15 - 1``:
+
+.. math::
+
+    s = \min\left(\frac{2^{b-1} - 1}{\max |W|}, \frac{2^{15} - 1}{\max(|\theta|, |b|)}\right)
+
+A threshold is never capped alone (that would make the quantized neuron fire more easily than the
+float one); weights and thresholds shrink together, and the weight resolution given up,
+``log2`` of the weight-only scale over ``s``, is reported in ``quantization.resolution_lost`` (bits,
+per layer or per neuron) and in ``quantization.notes``. In :func:`global_quantize` (without
+``fuzzy_scaling``) a bias larger than every weight of its layer is also included in ``max |W|``
+(Rockpool's rule: the bias then lands on ``2^{b-1} - 1``; a note says so).
+
 * :func:`global_quantize`: one scale for the hidden layer (``max`` over ``weights_in`` and
   ``weights_rec``) and one for the output layer (``max |weights_out|``).
 * :func:`channel_quantize`: one scale per hidden neuron (``max`` over the weights *into* that neuron,
@@ -271,6 +286,7 @@ def _assemble(
     state_bits: int,
     dash_bits: int,
     notes: list[str],
+    lost: dict[str, Any],
 ) -> Specification:
     """Apply per-layer scales (scalar, or per neuron) and build the new specification."""
     w_lo, w_hi = _signed_range(bits)
@@ -304,6 +320,7 @@ def _assemble(
         clipped=clipped,
         relative_error=rel,
         notes=tuple(notes),
+        resolution_lost=lost,
     )
     return spec.replace(**new, quantization=report)
 
@@ -329,6 +346,24 @@ def _options(
             )
         )
     return out[0], out[1], out[2]
+
+
+def _fitting_scale(s_w: np.ndarray, top: np.ndarray, s_max: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""The largest scale ``<= s_w`` that keeps ``top`` (largest ``|threshold|``, ``|bias|``) in the state
+    range, ``s = min(s_w, s_max / top)``, and the weight resolution that costs, ``log2(s_w / s)`` bits
+    (0 where nothing had to give way). Elementwise; ``top >= 0``; ``s_w`` finite and > 0."""
+    with np.errstate(over="ignore", divide="ignore"):
+        fit = np.where(top > 0, s_max / np.where(top > 0, top, 1.0), np.inf)
+    s = np.minimum(s_w, fit)
+    return s, np.where(s < s_w, np.log2(s_w / s), 0.0)
+
+
+def _lost_note(layer: str, ids: np.ndarray | None, bits_lost: np.ndarray) -> str:
+    who = f"{layer} layer" if ids is None else f"{layer} neuron(s) {ids[:8].tolist()}{'...' if ids.size > 8 else ''}"
+    return (
+        f"{who}: threshold/bias beyond the state range at the weight scale: weights and thresholds scaled "
+        f"down together, {float(np.max(bits_lost)):.3g} bit(s) of weight resolution lost"
+    )
 
 
 def _weightless_note(layer: str, ids: np.ndarray | None, thr_bias_zero: np.ndarray | bool) -> str:
@@ -392,6 +427,7 @@ def global_quantize(
     w_max = (1 << (bits - 1)) - 1
     s_max = (1 << (state_bits - 1)) - 1
     notes: list[str] = []
+    lost: dict[str, Any] = {"hidden": 0.0, "output": 0.0}
 
     def layer_scale(layer: str, ws: dict[str, np.ndarray], thr: str, bias: str) -> float:
         mags = {name: np.abs(w[w != 0]) for name, w in ws.items()}
@@ -405,11 +441,20 @@ def global_quantize(
             return float(_checked_scale(s_max, np.float64(m), field, " (largest magnitude)", where))
         m = float(np.percentile(mag, fuzzy_percentile)) if fuzzy_scaling else float(mag.max())
         field = max((name for name, v in mags.items() if v.size), key=lambda name: float(mags[name].max()))
-        return float(_checked_scale(w_max, np.float64(m), field, " (largest magnitude)", where))
+        s_w = float(_checked_scale(w_max, np.float64(m), field, " (largest magnitude)", where))
+        b_top = float(np.abs(a[bias]).max(initial=0.0))
+        if b_top > m and not fuzzy_scaling:  # Rockpool's rule: a bias larger than every weight sets the scale
+            s_w = w_max / b_top
+            notes.append(f"{layer} layer: largest |{bias}| {b_top:.6g} > largest |weight| {m:.6g}: it sets the scale")
+        s, _ = _fitting_scale(np.float64(s_w), np.maximum(np.abs(a[thr]).max(initial=0.0), b_top), s_max)
+        lost[layer] = float(np.log2(w_max / m / s)) if s < w_max / m else 0.0  # against the weights alone
+        if lost[layer] > 0:
+            notes.append(_lost_note(layer, None, np.float64(lost[layer])))
+        return float(s)
 
     s_hid = layer_scale("hidden", {"weights_in": a["weights_in"], "weights_rec": a["weights_rec"]}, "threshold", "bias")
     s_out = layer_scale("output", {"weights_out": a["weights_out"]}, "threshold_out", "bias_out")
-    return _assemble(spec, a, "global", s_hid, s_out, bits, state_bits, dash_bits, notes)
+    return _assemble(spec, a, "global", s_hid, s_out, bits, state_bits, dash_bits, notes, lost)
 
 
 def channel_quantize(
@@ -451,6 +496,7 @@ def channel_quantize(
     m_hid = np.maximum(m_in, m_rec)
     m_out = np.abs(a["weights_out"]).max(axis=0, initial=0.0)
     notes: list[str] = []
+    lost = {"hidden": np.zeros(m_hid.shape), "output": np.zeros(m_out.shape)}
 
     def scales(layer: str, m: np.ndarray, w_field: str, thr: str, bias: str) -> np.ndarray:
         s = np.ones(m.shape)
@@ -458,6 +504,11 @@ def channel_quantize(
         if np.any(has_w):
             idx = np.flatnonzero(has_w)
             s[idx] = _checked_scale(w_max, m[idx], w_field, lambda j: f" into neuron {int(idx[j])}", where)
+            top = np.maximum(np.abs(a[thr][idx]), np.abs(a[bias][idx]))
+            s[idx], bits_lost = _fitting_scale(s[idx], top, s_max)
+            lost[layer][idx] = bits_lost
+            if np.any(bits_lost > 0):
+                notes.append(_lost_note(layer, idx[bits_lost > 0], bits_lost[bits_lost > 0]))
         if not np.all(has_w):
             idx = np.flatnonzero(~has_w)
             mt = np.maximum(np.abs(a[thr][idx]), np.abs(a[bias][idx]))
@@ -471,4 +522,4 @@ def channel_quantize(
 
     s_hid = scales("hidden", m_hid, "weights_in/weights_rec", "threshold", "bias")
     s_out = scales("output", m_out, "weights_out", "threshold_out", "bias_out")
-    return _assemble(spec, a, "channel", s_hid, s_out, bits, state_bits, dash_bits, notes)
+    return _assemble(spec, a, "channel", s_hid, s_out, bits, state_bits, dash_bits, notes, lost)

@@ -192,6 +192,9 @@ class QuantizationReport:
             always finite: at most 1 for weights and biases, more only for a threshold raised to +-1).
         notes: remarks, e.g. layers or neurons without any weight, threshold or bias (quantized to
             zeros with scale 1).
+        resolution_lost: layer name -> bits of weight resolution given up (scalar, or per neuron) so
+            that every threshold and bias fits the state range: ``log2(s_w / s)`` where ``s_w`` is the
+            scale the weights alone would get and ``s`` the one applied; 0 where nothing gave way.
     """
 
     method: str
@@ -199,6 +202,7 @@ class QuantizationReport:
     clipped: dict[str, int] = field(default_factory=dict)
     relative_error: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    resolution_lost: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total_clipped(self) -> int:
@@ -484,6 +488,23 @@ class Specification(Mapping):
     def __setitem__(self, key: str, value: Any) -> None:
         self.update({key: value})
 
+    def __delitem__(self, key: str) -> None:
+        """Rockpool's ``del spec[key]``: the field goes back to its default (see :meth:`from_mapping`);
+        deleting a required field or an unknown key raises (ConfigError / SpecificationKeyError)."""
+        name = KEY_ALIASES.get(key, key) if isinstance(key, str) else None
+        if name not in SPEC_KEYS:
+            raise SpecificationKeyError(
+                "unknown key",
+                value=repr(key),
+                limit=f"specification keys {list(SPEC_KEYS)}",
+                where="Specification.__delitem__",
+                fix="delete one of the specification's fields",
+            )
+        rest = {k: getattr(self, k) for k in SPEC_KEYS if k != name}
+        new = Specification.from_mapping(rest, where=f"del Specification[{key!r}]")
+        for name in SPEC_KEYS:
+            object.__setattr__(self, name, getattr(new, name))
+
     # -- conversion -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """All fields as a plain dict (arrays are copies; reports are included as objects)."""
@@ -529,7 +550,7 @@ class Specification(Mapping):
 
         Raises:
             ``error``: a missing required field or a value of the wrong type; unknown keys raise
-            :class:`SpecificationKeyError` (a ConfigError).
+                :class:`SpecificationKeyError` (a ConfigError).
         """
         if isinstance(fields, Specification):
             return fields

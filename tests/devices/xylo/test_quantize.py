@@ -161,11 +161,15 @@ def test_out_of_range_threshold_and_dash_are_clipped_and_counted():
         weights_in=np.full((3, 4, 1), 1e-3),
         weights_rec=np.zeros((4, 4, 1)),
         threshold=np.array([1.0, -1.0, 0.1, 1e-4]),
+        bias=np.zeros(4),
         dash_mem=np.array([-0.7, 4.2, 17.0, 15.4]),
     )
-    q = global_quantize(spec)  # scale 127000
-    assert q.threshold.tolist() == [32767, -32768, 12700, 13]
-    assert q.quantization.clipped["threshold"] == 2
+    q = global_quantize(spec)  # weight scale 127000; threshold 1 -> scale 32767 (issue 34)
+    # issue 34: the old quantizer capped the thresholds alone ([32767, -32768, 12700, 13], 2 clipped),
+    # which changed the dynamics; now weights and thresholds shrink together and nothing clips
+    assert q.quantization.scales["hidden"] == 32767.0
+    assert q.threshold.tolist() == [32767, -32767, 3277, 3] and q.weights_in[0, 0, 0] == 33
+    assert q.quantization.clipped["threshold"] == 0
     assert q.dash_mem.tolist() == [0, 4, 15, 15]
     assert q.quantization.clipped["dash_mem"] == 2
 
