@@ -20,7 +20,10 @@ projections, placement), ``mapper`` (SNN mapper), ``config`` (synapse words, rou
 ``sim`` (both simulators), ``report`` (resources, quantization and gaps as data), ``aware`` (the device-aware
 twin), ``codegen`` (the C numerics), ``device`` (:class:`SpiNNaker2Device`, the chip behind the Device
 interface); ``dnn`` (DNN path), ``onnx`` (ONNX models to the DNN path), ``image`` (the DRAM configuration
-image the scheduler PE walks), ``timing`` (DNN timing model calibrated on the paper).
+image the scheduler PE walks), ``timing`` (DNN timing model calibrated on the paper); the DNN graph path
+(CNNs, transformer blocks, several chips): ``dnn_graph`` (``graph_mapper``, ``GraphSim``), ``graph_ops`` (each
+op's integer rule), ``graph_tiling`` (the split over worker PEs), ``graph_image`` (DRAM image version 2 and its
+walk), ``graph_timing`` (per-op timing, chip-to-chip transfers), ``graph_device`` (what the Device does with it).
 """
 
 from pondlib.devices.core.lazy import lazy_exports
@@ -91,6 +94,17 @@ _EXPORTS: dict[str, str] = {
     "to_spinnaker2": "pondlib.devices.spinnaker2.onnx",
     "qdq_to_spinnaker2": "pondlib.devices.spinnaker2.onnx",
     "SpiNNaker2Device": "pondlib.devices.spinnaker2.device",
+    "graph_mapper": "pondlib.devices.spinnaker2.dnn_graph",
+    "GraphConfig": "pondlib.devices.spinnaker2.dnn_graph",
+    "GraphSim": "pondlib.devices.spinnaker2.dnn_graph",
+    "Transfer": "pondlib.devices.spinnaker2.dnn_graph",
+    "GRAPH_RULES": "pondlib.devices.spinnaker2.dnn_graph",
+    "GraphOp": "pondlib.devices.spinnaker2.graph_ops",
+    "GRAPH_OPS": "pondlib.devices.spinnaker2.graph_ops",
+    "run_graph_image": "pondlib.devices.spinnaker2.graph_image",
+    "load_dnn_image": "pondlib.devices.spinnaker2.dnn_graph",
+    "estimate_graph": "pondlib.devices.spinnaker2.graph_timing",
+    "GraphTimingModel": "pondlib.devices.spinnaker2.graph_timing",
 }
 
 __all__ = list(_EXPORTS)

@@ -60,6 +60,7 @@ class SpiNNaker2Limits:
     cycles_per_synapse: int = 6  # cycles to process one synapse word; model assumption
     cycles_per_row: int = 60  # cycles per received spike (DMA + row lookup); model assumption
     cycles_per_tick_overhead: int = 2000  # cycles per tick (timer IRQ, recording); model assumption
+    chip_hop_s: float = 1e-6  # s per chip-to-chip hop of a spike packet (chips in a chain); model assumption
     # -- DNN (MLA) --------------------------------------------------------------------------------
     mla_macs_int8: int = 64  # int8 MACs per PE per cycle (16 in int16 mode)
     mla_macs_int16: int = 16  # int16 MACs per PE per cycle

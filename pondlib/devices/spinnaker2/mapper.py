@@ -85,6 +85,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,7 @@ from pondlib.devices.spinnaker2.snn_context import (
     MappingContext,
     Request,
     ScaledPopulation,
+    chip_of,
     mapping_context,
 )
 from pondlib.devices.spinnaker2.snn_rules import RULES, SNN_RULES, WARNING_RULES, unknown_neuron_model
@@ -174,6 +176,28 @@ def _request(
     )
 
 
+def _chips(limits: Any, chips: Any) -> tuple[SpiNNaker2Limits, int]:
+    """The limits and the checked chip count (``chips > 1`` with no limits: the 48-chip board).
+
+    Raises:
+        ConfigError: a chip count that is not an integer in 1..limits.n_chips.
+    """
+    where = "spinnaker2.mapper"
+    if isinstance(chips, (bool, np.bool_)) or not isinstance(chips, (int, np.integer)):
+        raise ConfigError("chips", value=repr(chips), limit="an integer >= 1", where=where, fix="pass chips=2")
+    lim = get_limits(limits) if limits is not None or chips <= 1 else get_limits("board")
+    n = check_int(
+        chips,
+        "chips",
+        lo=1,
+        hi=lim.n_chips,
+        where=where,
+        error=ConfigError,
+        fix=f"use at most the {lim.n_chips} chip(s) of {lim.name!r} (limits='board' has 48)",
+    )
+    return lim, n
+
+
 def _population_spec(sp: ScaledPopulation) -> PopulationSpec:
     """A scaled population as float32 chip parameters (no refractory period, reset to 0)."""
     f32, n = np.float32, sp.population.module.n_neurons
@@ -221,6 +245,9 @@ def _assemble(ctx: MappingContext, warned: tuple[Violation, ...]) -> Specificati
         cycles_per_tick={load.slice.pe: load.cycles for load in placement.loads},
         warnings=warned,
         notes=ctx.notes,
+        chips=placement.chips,
+        chip_of_pe={sl.pe: chip_of(sl.pe, req.limits) for sl in (*placement.input_slices, *placement.slices)},
+        hop_latency_s={load.slice.pe: load.hop_s for load in placement.loads if load.hop_s},
     )
     return Specification(
         neuron_model=req.neuron_model,
@@ -251,6 +278,7 @@ def mapper(
     record_ticks: int = 100,
     record_v: bool = False,
     options: LIFOptions | None = None,
+    chips: int = 1,
 ) -> Specification:
     """Map a spiking graph onto SpiNNaker2 (see the module docstring for every step and rule).
 
@@ -268,6 +296,10 @@ def mapper(
         record_ticks: ticks of recording buffered on each PE (memory accounting).
         record_v: whether membranes are recorded too (4 B per neuron per tick).
         options: neuron update options carried into the configuration (default :class:`LIFOptions`).
+        chips: chips to spread the slices over, in order (1..``limits.n_chips``; ``chips > 1`` with no
+            limits takes the 48-chip board). Spikes between chips take ``limits.chip_hop_s`` per hop (chips
+            in a chain), counted in the tick's deadline; they still arrive at the next tick (+ delay), so
+            the network runs spike for spike as on one chip.
 
     Returns:
         A :class:`Specification`.
@@ -277,11 +309,12 @@ def mapper(
         ConfigError: a malformed argument, or delays that are not numbers.
         GraphError: the input is not a graph.
     """
-    lim = get_limits(limits)
+    lim, chips = _chips(limits, chips)
     g = as_graph(graph)
     request = _request(
         lim, neuron_model, delays, weight_scale, neurons_per_pe, spike_rate, record_ticks, record_v, options
     )
+    request = replace(request, chips=chips)
     raise_violations(check_rules((unknown_neuron_model,), request), lim.name)
     ctx = mapping_context(g, request)
     raise_violations(check_rules(SNN_RULES, ctx), lim.name)

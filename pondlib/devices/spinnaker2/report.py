@@ -112,7 +112,7 @@ def limit_rows(limits: SpiNNaker2Limits | str | None) -> tuple[LimitRow, ...]:
 
 
 def map_network(
-    network: Any, limits: SpiNNaker2Limits | str | None, neuron_model: str
+    network: Any, limits: SpiNNaker2Limits | str | None, neuron_model: str, chips: int = 1
 ) -> tuple[Specification, tuple[str, ...]]:
     """Map a network (or graph) to SpiNNaker2 with :func:`~pondlib.devices.spinnaker2.mapper.mapper`;
     return the specification and the deadline warnings as messages (not raised as warnings).
@@ -122,7 +122,7 @@ def map_network(
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DeadlineWarning)
-        spec = mapper(network, limits, neuron_model=neuron_model, spike_rate=_SPIKE_RATE)
+        spec = mapper(network, limits, neuron_model=neuron_model, spike_rate=_SPIKE_RATE, chips=chips)
     return spec, tuple(str(w.message) for w in caught if issubclass(w.category, DeadlineWarning))
 
 

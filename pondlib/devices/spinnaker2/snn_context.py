@@ -111,6 +111,7 @@ class Request:
     record_ticks: int
     record_v: bool
     options: LIFOptions
+    chips: int = 1
 
     @property
     def model(self) -> NeuronModel | None:
@@ -525,6 +526,7 @@ class SliceLoad:
     memory: dict[str, int]
     cycles: float
     limits: SpiNNaker2Limits
+    hop_s: float = 0.0  # latency of the farthest chip that sends to the slice (0: all on its chip)
 
 
 @dataclass(frozen=True, eq=False)
@@ -536,10 +538,27 @@ class Placement:
     input_slices: tuple[Slice, ...]
     slices: tuple[Slice, ...]
     loads: tuple[SliceLoad, ...]
+    chips: int = 1
 
     @property
     def pes_used(self) -> int:
         return len(self.input_slices) + len(self.slices)
+
+
+def chip_of(pe: int, limits: SpiNNaker2Limits) -> int:
+    """The chip of a global PE id: ``pe // usable_pes_per_chip``."""
+    return pe // limits.usable_pes_per_chip
+
+
+def _spread(slices: list[Slice], chips: int, limits: SpiNNaker2Limits) -> list[Slice]:
+    """The ``k``-th of ``n`` slices on chip ``c = floor(k chips / n)``, PE ``c usable_pes_per_chip + (k - first_c)``
+    (global ids, ``first_c = ceil(c n / chips)``: chips get equal shares; one chip: PEs 0..n-1 as before)."""
+    n = max(len(slices), 1)
+    out = []
+    for k, s in enumerate(slices):
+        c = k * chips // n
+        out.append(Slice(s.population, s.start, s.stop, c * limits.usable_pes_per_chip + k - (-(-c * n // chips))))
+    return out
 
 
 def _slices(name: str, size: int, per_pe: int, first_pe: int) -> list[Slice]:
@@ -555,7 +574,7 @@ def _slice_load(
 ) -> SliceLoad:
     """Rows, memory and per-tick work of one slice (the memory and work model of the mapper's docstring)."""
     lim, model = request.limits, request.model
-    rows = words = sources = 0
+    rows = words = sources = hops = 0
     longest = []
     for sp in placed:
         for pr in (r for r in sp.incoming if r.post == sl.population):
@@ -564,7 +583,9 @@ def _slice_load(
             rows += int(np.count_nonzero(nnz))
             words += int(nnz.sum())
             src = input_slices if pr.pre == "input" else [s for s in slices if s.population == pr.pre]
-            sources += sum(1 for s in src if np.any(nnz[s.start : s.stop]))
+            senders = [s for s in src if np.any(nnz[s.start : s.stop])]
+            sources += len(senders)
+            hops = max([hops] + [abs(chip_of(s.pe, lim) - chip_of(sl.pe, lim)) for s in senders])
     n = sl.stop - sl.start
     memory = {
         "synapse_rows": rows * lim.row_header_bytes + 2 * words,
@@ -578,20 +599,23 @@ def _slice_load(
         + n * lim.cycles_per_neuron
         + request.spike_rate * (rows * lim.cycles_per_row + words * lim.cycles_per_synapse)
     )
-    return SliceLoad(sl, tuple(longest), rows, words, sources, memory, cycles, lim)
+    return SliceLoad(sl, tuple(longest), rows, words, sources, memory, cycles, lim, hops * lim.chip_hop_s)
 
 
 def place(topology: Topology, scaled: tuple[ScaledPopulation, ...], request: Request) -> Placement:
     """Cut the inputs and every population whose scale fits into slices of at most ``neurons_per_pe``
-    neurons, one PE each, and load them (see :class:`Placement`)."""
+    neurons, one PE each, spread over ``request.chips`` chips in order (:func:`_spread`), and load them (see
+    :class:`Placement`)."""
     per_pe = max(request.neurons_per_pe, 1)
     placed = tuple(sp for sp in scaled if sp.fits)
     inputs = _slices("input", topology.n_input, per_pe, 0)
     slices: list[Slice] = []
     for sp in placed:
         slices += _slices(sp.name, sp.population.module.n_neurons, per_pe, len(inputs) + len(slices))
+    spread = _spread(inputs + slices, request.chips, request.limits)
+    inputs, slices = spread[: len(inputs)], spread[len(inputs) :]
     loads = tuple(_slice_load(sl, inputs, slices, placed, request) for sl in slices)
-    return Placement(request.neurons_per_pe, tuple(inputs), tuple(slices), loads)
+    return Placement(request.neurons_per_pe, tuple(inputs), tuple(slices), loads, request.chips)
 
 
 # -- the context -----------------------------------------------------------------------------------

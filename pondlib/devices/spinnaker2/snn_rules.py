@@ -400,17 +400,20 @@ def neuron_index(ctx: MappingContext) -> Iterator[Violation]:
 
 @rule("max_pes")
 def max_pes(ctx: MappingContext) -> Iterator[Violation]:
-    """PEs used <= usable PEs per chip x chips"""
-    lim, pe = ctx.request.limits, ctx.placement.pes_used
-    if pe > lim.usable_pes:
+    """PEs used <= usable PEs per chip x chips (and chips <= PEs used)"""
+    lim, pe, chips = ctx.request.limits, ctx.placement.pes_used, ctx.request.chips
+    cap = lim.usable_pes_per_chip * chips if chips > 1 else lim.usable_pes
+    if pe > cap:
+        need = math.ceil(pe / lim.usable_pes_per_chip)
         yield Violation(
             "max_pes",
             "<placement>",
             pe,
-            lim.usable_pes,
-            f"use at most {lim.usable_pes} PEs: fewer neurons, or a board "
-            f"({math.ceil(pe / lim.usable_pes_per_chip)} chips)",
+            cap,
+            f"use at most {cap} PEs: fewer neurons, or {need} chips (mapper(graph, 'board', chips={need}))",
         )
+    if chips > pe:
+        yield Violation("max_pes", "<placement>", f"{chips} chips for {pe} PEs", f"<= {pe} chips", "use fewer chips")
 
 
 @rule("row_length")
@@ -445,15 +448,17 @@ def memory_per_pe(load: SliceLoad) -> Iterator[Violation]:
 
 @rule("deadline_missed")
 def deadline_missed(ctx: MappingContext) -> Iterator[Violation]:
-    """per-tick work at the expected spike rate fits in one tick"""
+    """per-tick work at the expected spike rate, plus the hop latency of spikes from other chips, fits in one
+    tick"""
     lim, tick = ctx.request.limits, ctx.topology.tick
     budget = lim.clock_hz * tick
     for load in ctx.placement.loads:
-        if load.cycles > budget:
+        cycles = load.cycles + load.hop_s * lim.clock_hz
+        if cycles > budget:
             yield Violation(
                 "deadline_missed",
                 f"PE {load.slice.pe}",
-                f"{load.cycles:.0f} cycles per tick",
+                f"{cycles:.0f} cycles per tick" + (f" ({load.hop_s * 1e6:g} us of hops)" if load.hop_s else ""),
                 f"{budget:.0f} cycles ({tick * 1e3:g} ms at {lim.clock_hz / 1e6:g} MHz)",
                 "use smaller slices, a longer tick or sparser weights",
             )

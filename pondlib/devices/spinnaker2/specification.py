@@ -233,6 +233,9 @@ class MappingReport:
         cycles_per_tick: PE -> expected cycles per tick at ``spike_rate``.
         warnings: violations of :data:`WARNINGS` (not errors).
         notes: remarks (dropped dynamics, spike caps the chip does not have).
+        chips: chips the slices are spread over; chip_of_pe: PE -> chip (``pe // usable_pes_per_chip``).
+        hop_latency_s: PE -> latency (s) of the spikes it receives from the farthest other chip (PEs that
+            receive from another chip only); within the tick, so spikes still arrive at ``t + 1 + delay``.
     """
 
     scales: dict[str, float] = field(default_factory=dict)
@@ -243,6 +246,9 @@ class MappingReport:
     cycles_per_tick: dict[int, float] = field(default_factory=dict)
     warnings: tuple[Violation, ...] = ()
     notes: tuple[str, ...] = ()
+    chips: int = 1
+    chip_of_pe: dict[int, int] = field(default_factory=dict)
+    hop_latency_s: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
