@@ -321,6 +321,9 @@ def _siracusa_models():
     for double in (True, False):
         emit_cluster(tiled_graph(), l1_bytes=700, double_buffer=double)
     emit_cluster(requant_graph(), l1_bytes=600)  # RequantShifts fused into MatMul / Gemm tiles and skipped
+    from tests.devices.siracusa.test_graph_cluster_tiling import halo_graph
+
+    emit_cluster(halo_graph(), l1_bytes=360, double_buffer=False)  # Conv / pools by output rows with halos
 
 
 def test_every_template_is_used_every_placeholder_filled_every_section_taken_both_ways():

@@ -8,15 +8,19 @@ for the cluster runtime of :mod:`pondlib.cprogram.cluster`: the step sets the L2
 output, under the profile marker ``number of ops * 65536`` (so the last op's profile ends with the op, not with
 the copy; on the emulated cluster, where each core runs the whole step, a copy in the step would run on every core).
 
-**RequantShifts skipped and fused** (``ClusterReport.extra``: ``"skipped"``, the names; ``"fused"``, MatMul /
-Gemm name -> RequantShift name; ``ClusterRow.fused``). A RequantShift that the range analysis proves to be the
-identity (uniform ``mul == div``, a power of two, uniform ``add == 0``, no broadcast beyond its input's shape,
-the input's range within the output levels: ``(x 2^s + 2^(s-1)) >> s == x``, never clamped) is skipped: its
-output aliases its input (no C, no DMA), as Deeploy's SkipUnityRequantPass. With ``fuse_requant`` (default), a
-RequantShift that is the only reader of a row- and column-tiled MatMul / Gemm's output (not a graph output), its
-mul and add uniform or one per output column, is fused into the MatMul / Gemm's tiles: each accumulator is
-requantized in L1 as it is computed (template ``graph_requant.c``), only the requantized tile goes back to L2,
-and the int32 tensor between them has no L2 buffer (Deeploy's MatMul / Gemm + RequantShift merge).
+**RequantShifts skipped and fused** (``ClusterReport.extra``: ``"skipped"``, the names; ``"fused"``, MatMul / Gemm /
+Conv / Add name -> RequantShift name; ``ClusterRow.fused``). A RequantShift that the range analysis proves to be the
+identity (uniform ``mul == div``, a power of two, uniform ``add == 0``, no broadcast beyond its input's shape, the
+input's range within the output levels: ``(x 2^s + 2^(s-1)) >> s == x``, never clamped) is skipped: its output
+aliases its input (no C, no DMA), as Deeploy's SkipUnityRequantPass. With ``fuse_requant`` (default), a RequantShift
+that is the only reader of a row- and column-tiled MatMul / Gemm's output (not a graph output), its mul and add
+uniform or one per output column, is fused into the MatMul / Gemm's tiles: each accumulator is requantized in L1 as
+it is computed (template ``graph_requant.c``), only the requantized tile goes back to L2, and the int32 tensor
+between them has no L2 buffer (Deeploy's MatMul / Gemm + RequantShift merge). The same for a Conv's RequantShift
+(mul and add uniform or one per output channel: each accumulator requantized in L1) and a row-tiled Add's (mul and
+add constants not broadcasting beyond the sum: the Add and the RequantShift are one element-wise op,
+:mod:`~.graph_codegen_cluster_conv`). A fused op's output is live in L2 from the producer on (its tiles are written
+while the producer's inputs are still read: the two never share arena memory).
 
 **Memory plan.** Every tensor lives in L2: the program's arena (scratch buffers shared by lifetime) and ``x``;
 constants are flash arrays (standing for L2/L3 weights). L1 is one static ``POND_L1`` array, reused by every op
@@ -38,21 +42,39 @@ is 8-byte aligned. The L1 need of each op and the L2 need (arena + ``x`` + ``y``
   ``transB`` B are contiguous rows: one DMA per tile; those of a B (K, N) in L2 (an activation) are K strided
   rows: one ``pond_dma_start`` per row (``ClusterRow.dma_transfers`` counts them, ``dma_bytes`` counts A's
   rows again for every column tile). C: per row, per column, both (one DMA per row) or whole.
-* *whole-tensor* ops (Conv, Transpose, Concat, pools, reductions, Slice, Gather, Pad): one tile, every data
-  operand and the output whole in L1.
+* *halo-tiled* ops (Conv, MaxPool, AveragePool; 1-D ones as 2-D of width 1, :mod:`~.graph_codegen_cluster_conv`):
+  rows are output rows (all batch elements and channels); a tile DMAs the input rows its windows read (its halo
+  included, padding rows not), one transfer per input plane, into a buffer of ``h_in`` rows per plane, and
+  sends its output rows back one transfer per output plane; weights and bias whole in L1, or (a Conv of one
+  group whose weights do not fit with one row) output-channel tiles inner to the row tiles. An op that fits
+  whole is one tile with one DMA per tensor (``mode`` 'whole'), else 'halo' (``ClusterRow.in_rows`` = ``h_in``).
+* *separable* ops that do not fit whole, row-tiled like the element-wise ops (rows: their leading dims,
+  ``SEPARABLE_OPS`` and ``_row_prefix`` in :mod:`~.graph_codegen_cluster_conv`): Concat (the dims before its axis;
+  every input tiled), Transpose (the leading dims its perm keeps), GlobalMaxPool / GlobalAveragePool, ReduceSum /
+  ReduceMean / IntegerMean (the dims before the first reduced axis), Slice / Gather / Pad when their index map,
+  computed at generation, sends every output row to the same input row by the same map (the most leading dims for
+  which it does); each row's C is the op's own kernel on one row.
+* *whole-tensor* ops (a separable op that fits whole; the ops above when no leading dim qualifies, e.g. a
+  Concat along axis 0, a Transpose that moves dim 0, a reduction over every axis; any op not above): one tile,
+  every data operand and the output whole in L1 (without a qualifying dim, the output rows do not map to one
+  run of input rows each).
 
 Tile size: MatMul / Gemm columns first when B is tiled: the most that fit with one row (a multiple of 16 when
 16 fit, else of 8 when 8 fit: a GEMV tile splits evenly over 1, 2, 4 or 8 cores), balanced over the column tiles;
 then rows: the largest count whose L1 need (whole operands + tiled operands' parts, twice with double buffering,
 + the output tile) fits ``l1_bytes``, balanced over the row tiles (``ceil(R / n_tiles)``). The smallest tile
-is one row (by one column); an op whose smallest tile does not fit is refused.
+is one row (by one column; a halo-tiled op: one output row with its input rows); an op whose smallest tile does
+not fit is refused, naming the op, its need and the limit (a halo-tiled op's message also gives the whole
+op's need). A halo-tiled op that fits whole is single buffered (one tile: nothing to prefetch).
 
 **Schedule per op** (template ``graph_cluster_op.c``): core 0 DMAs the whole operands; per tile t, single
 buffered: core 0 DMAs the tile's inputs, waits; barrier; every core computes its share; barrier; core 0 DMAs
 the output tile back to L2 (waited before the next tile's use of L1). Double buffered: tile 0's inputs go with
 the whole operands; at tile t core 0 waits (tile t's inputs and tile t - 1's output are in), barrier, core 0
 starts tile t + 1's inputs into the other buffer, then computes: the transfer overlaps the computation.
-``pond_profile(op index * 65536 + tile index)`` marks each tile (core 0, after its inputs arrived).
+``pond_profile(op index * 65536 + tile index)`` marks each tile (core 0, after its inputs arrived). Halo-tiled
+ops follow the same schedule (a tile's inputs: its input rows of every plane). Every transfer is waited for
+before its destination is read or its source overwritten, and before the op ends.
 
 **Work split.** ``POND_NUM_CORES`` cores (1..8; ``-DPOND_NUM_CORES`` overrides ``cores``): core c of P takes
 ``[n c / P, n (c + 1) / P)`` of n items. Row-tiled ops split a tile's rows; an element-wise op's tile of fewer
@@ -64,9 +86,11 @@ values), as Deeploy's norm kernels run the serial pass on every core; the other 
 cores leave cores idle (a row's reduction is not split). MatMul / Gemm (template ``graph_cluster_gemm.c``): a
 tile of at least P rows splits its rows (each core every column: a batched GEMV over the batch, as the cycle
 model of :mod:`~.graph_map`), a smaller one, a GEMV above all, splits its output columns (``ceil(nc / P)`` per
-core and row, the model's GEMM split by output channels). Whole-tensor ops split the outermost loop of more
-than one iteration of each loop nest (Conv: output channels, pools: planes, copies: elements); a kernel without
-a loop runs on core 0. A split loop computes its bounds once (``pond_core_id`` is a register read).
+core and row, the model's GEMM split by output channels). Halo-tiled ops split the tile's output rows when that
+leaves the slowest core fewer rows, else the output channels / planes (every tile of fewer rows than cores, and
+one core). Whole-tensor ops split the outermost loop of more than one iteration of each loop nest (reductions:
+kept elements, copies: elements); a kernel without a loop runs on core 0. A split loop computes its bounds once
+(``pond_core_id`` is a register read).
 
 Example:
     >>> import numpy as np, tempfile
@@ -78,8 +102,8 @@ Example:
     ...      Node("rq", "RequantShift", ("h", "m", "z"), ("y",), {"div": 4, "n_levels_out": 256, "signed": 1})),
     ...     {"b": np.float32([1, 2]), "m": np.float32(3), "z": np.float32(0)})
     >>> prog, rep = emit_cluster_report(g, name="tiny", cores=2, l1_bytes=64)
-    >>> [(r.op, r.mode, r.n_tiles) for r in rep.rows]
-    [('Add', 'rows', 2), ('RequantShift', 'rows', 1)]
+    >>> [(r.op, r.mode, r.n_tiles, r.fused) for r in rep.rows]  # the RequantShift fused into the Add's store
+    [('Add', 'rows', 2, 'rq')]
     >>> x = np.arange(-4, 4).reshape(4, 2)
     >>> with tempfile.TemporaryDirectory() as d:
     ...     y = run_host(compile_host(prog, d, extra_flags=("-pthread",)), prog, pack_inputs(g, [x])[None])
@@ -98,8 +122,28 @@ from typing import Any
 import numpy as np
 
 from pondlib.cprogram.cluster import MAX_CORES, cluster_runtime
-from pondlib.cprogram.program import CTYPES, Program, build_program, c_identifier, c_literal, plan_arena
+from pondlib.cprogram.program import CTYPES, Program, build_program, c_identifier, plan_arena
 from pondlib.devices.siracusa.graph_codegen import _OPS, _channel_shape, _Emitter, _finish, _matmul_bound, _node
+from pondlib.devices.siracusa.graph_codegen_cluster_conv import (
+    HALO_OPS,
+    SEPARABLE_OPS,
+    _add_fusable,
+    _add_requant,
+    _conv_fusable,
+    _halo_op,
+    _row_prefix,
+)
+from pondlib.devices.siracusa.graph_codegen_cluster_tiles import (
+    _ALIGN,
+    ClusterRow,
+    _a,
+    _dma,
+    _fit,
+    _is_literal,
+    _nbytes,
+    _Operand,
+    _requant_store,
+)
 from pondlib.devices.siracusa.graph_codegen_float import ISLANDS, island_helpers, island_inputs
 from pondlib.devices.siracusa.graph_codegen_ops import _T, _acc_type, _indent, _kernel, _strides
 from pondlib.devices.siracusa.kernels import KernelContext
@@ -122,34 +166,7 @@ ELEMENTWISE_OPS: dict[str, int] = {
 ROW_OPS = ("iSoftmax", "ITAMax", "iRMSNorm", "iLayerNorm", "ITAPartialMax", "QSoftmax", "QLayerNorm")
 #: Per-row ops whose tile of fewer rows than cores splits each row's values (statistics on every core).
 _NORM_OPS = ("iRMSNorm", "iLayerNorm")
-_ALIGN = 8
 _FOR = re.compile(r"^(\s*)for \(int32_t (\w+) = 0; \2 < (\d+); \+\+\2\) \{$")
-
-
-@dataclass(frozen=True)
-class ClusterRow:
-    """One op's plan: ``mode`` 'rows' (tiled) or 'whole'; ``rows`` R, ``tile_rows``, ``n_tiles`` (all tiles:
-    row tiles x column tiles); ``buffering`` 'DB' / 'SB'; ``l1_bytes`` its L1 need; ``l2_bytes`` its output
-    tensor; ``dma_bytes`` planned in + out (B, every re-fetch counted); MatMul / Gemm: ``cols`` N, ``tile_cols``,
-    ``col_tiles``; ``dma_transfers``: the ``pond_dma_start`` calls (a strided column tile: one per row);
-    ``fused``: the RequantShift requantizing a MatMul / Gemm's tiles in L1 (its name), else ''."""
-
-    index: int
-    name: str
-    op: str
-    mode: str
-    rows: int
-    tile_rows: int
-    n_tiles: int
-    buffering: str
-    l1_bytes: int
-    l2_bytes: int
-    dma_bytes: int
-    cols: int = 0
-    tile_cols: int = 0
-    col_tiles: int = 1
-    dma_transfers: int = 0
-    fused: str = ""
 
 
 @dataclass(frozen=True)
@@ -164,71 +181,6 @@ class ClusterReport:
     l2_limit: int
     cores: int
     extra: dict = field(default_factory=dict)
-
-
-def _a(n: int) -> int:
-    return -(-n // _ALIGN) * _ALIGN
-
-
-def _nbytes(ctype: str, n: int) -> int:
-    return CTYPES[ctype][1] * n
-
-
-@dataclass
-class _Operand:
-    """A data operand of an op: its tensor, how a tile takes it, and its L1 offsets (one, or two buffers).
-
-    ``kind``: 'whole' (DMA'd once per op); 'rows' (``unit`` elements per tile row: one contiguous DMA of the
-    tile's rows); 'cols' (``unit`` elements per output column: one contiguous DMA of the tile's columns, as
-    Gemm's transposed B or a per-column bias); 'grid' (``h`` rows, or the tile's rows when ``h`` is 0, of
-    ``unit`` elements, of which the tile's columns: one DMA per row, as MatMul's B (K, N) or a (M, N) bias)."""
-
-    t: _T
-    kind: str = "whole"
-    unit: int = 0
-    h: int = 0
-    offs: tuple[int, ...] = ()
-
-    def ptr(self, buf: str) -> str:
-        return f"(({self.t.ctype} *)(gc_l1 + {buf}))"
-
-    def buf(self, which: str) -> str:
-        if len(self.offs) == 1:
-            return str(self.offs[0])
-        return {"cur": f"(gc_t & 1 ? {self.offs[1]} : {self.offs[0]})",
-                "next": f"(gc_t & 1 ? {self.offs[0]} : {self.offs[1]})", "first": str(self.offs[0])}[which]  # fmt: skip
-
-    def elements(self, tr: int, tc: int) -> int:
-        """Elements of one L1 buffer for tiles of ``tr`` rows by ``tc`` columns."""
-        return {"whole": self.t.size, "rows": tr * self.unit, "cols": tc * self.unit, "grid": (self.h or tr) * tc}[
-            self.kind
-        ]
-
-    def dma_in(self, em: _Emitter, which: str, r0: str, nr: str, c0: str, nc: str) -> str:
-        """C DMAing this operand's part of the tile (rows r0 .. r0 + nr, columns c0 .. c0 + nc) into L1."""
-        size, src, dst = CTYPES[self.t.ctype][1], em.arr(self.t), f"gc_l1 + {self.buf(which)}"
-        if self.kind == "whole":
-            return _dma(dst, src, _nbytes(self.t.ctype, self.t.size))
-        if self.kind in ("rows", "cols"):
-            start, count = (r0, nr) if self.kind == "rows" else (c0, nc)
-            return _dma(dst, f"{src} + {start} * {self.unit}", f"{count} * {self.unit * size}")
-        h, base = (str(self.h), "0") if self.h else (nr, r0)
-        return f"for (int32_t gc_i = 0; gc_i < {h}; ++gc_i) " + _dma(
-            f"{dst} + gc_i * {nc} * {size}", f"{src} + ({base} + gc_i) * {self.unit} + {c0}", f"{nc} * {size}"
-        )
-
-    def traffic(self, rows: int, cols: int, n_rt: int, n_ct: int) -> tuple[int, int]:
-        """(bytes, transfers) this operand moves over an op of ``n_rt`` x ``n_ct`` tiles."""
-        b = CTYPES[self.t.ctype][1]
-        if self.kind == "whole":
-            return b * self.t.size, 1
-        if self.kind == "rows":
-            return b * n_ct * rows * self.unit, n_rt * n_ct
-        if self.kind == "cols":
-            return b * n_rt * cols * self.unit, n_rt * n_ct
-        if self.h:
-            return b * n_rt * self.h * cols, n_rt * n_ct * self.h
-        return b * rows * cols, n_ct * rows
 
 
 class _TileEm:
@@ -292,10 +244,6 @@ def _fake(t: _T, shape: tuple[int, ...], ptr: str) -> _T:
     return _T(tuple(int(d) for d in shape), t.lo, t.hi, t.ctype, ptr, t.value, None)
 
 
-def _is_literal(t: _T) -> bool:
-    return t.value is not None and t.uniform() is not None
-
-
 def _batch_offset(batch: tuple[int, ...], bst: list[int], var: str) -> str:
     """C of the offset of batch element ``var`` (flat over ``batch``) in an operand of batch strides ``bst``."""
     terms, inner = [], 1
@@ -316,6 +264,7 @@ class _Spec:
         self.extra: dict[int, str] = {}  # input index -> C offset added to a whole operand's pointer
         self.cols = 0
         self.gemm: dict[str, Any] = {}
+        self.emit: Any = None  # the unit's op emitter when not the op's own (an Add with a fused RequantShift)
 
 
 def _matmul_spec(node: Node, ins: list, out: _T, col: bool) -> _Spec | None:
@@ -378,7 +327,8 @@ def _gemm_spec(node: Node, ins: list, out: _T, col: bool) -> _Spec | None:
     return s
 
 
-def _spec(node: Node, ins: list, out: _T) -> _Spec:
+def _spec(node: Node, ins: list, out: _T, sep: int = 0) -> _Spec:
+    """The op's tiling; ``sep``: the row prefix of a separable whole-tensor op (``_row_prefix``), else 0."""
     op, rank = node.op, len(out.shape)
     if op in ("MatMul", "Gemm"):
         s = (_matmul_spec if op == "MatMul" else _gemm_spec)(node, ins, out, False)
@@ -386,6 +336,8 @@ def _spec(node: Node, ins: list, out: _T) -> _Spec:
             return s
     else:
         p, data = _prefix(node, ins, out)
+        if not p and sep:
+            p, data = sep, [i for i, t in enumerate(ins) if t is not None and (i == 0 or op == "Concat")]
         if p:
             rows = int(np.prod(out.shape[:p], dtype=np.int64))
             s = _Spec("rows", rows, {}, int(np.prod(out.shape[p:], dtype=np.int64)))
@@ -419,19 +371,10 @@ def _layout(spec: _Spec, out: _T, tr: int, tc: int, nbuf: int) -> tuple[int, dic
     return pos + _a(_nbytes(out.ctype, tr * (tc if spec.cols else spec.out_unit))), offs, pos
 
 
-def _fit(need: Any, hi: int, l1: int) -> int:
-    """The largest v in 1..hi with need(v) <= l1 (need(1) <= l1)."""
-    lo = 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if need(mid) <= l1 else (lo, mid - 1)
-    return lo
-
-
-def _plan(node: Node, ins: list, out: _T, l1: int, double: bool) -> tuple[_Spec, int, int, int]:
+def _plan(node: Node, ins: list, out: _T, l1: int, double: bool, sep: int = 0) -> tuple[_Spec, int, int, int]:
     """(spec, tile rows, tile columns, buffers): rows as many as fit; a MatMul / Gemm whose B does not fit
     whole with one row takes column tiles (a multiple of 16 columns when 16 fit), balanced over the tiles."""
-    spec = _spec(node, ins, out)
+    spec = _spec(node, ins, out, sep)
     nbuf = 2 if double and any(o.kind != "whole" for o in spec.ops.values()) else 1
     tc = spec.cols
     if spec.cols and _layout(spec, out, 1, tc, nbuf)[0] > l1:
@@ -544,24 +487,9 @@ def _gemm_code(em: _Emitter, spec: _Spec, out: _T, out_off: int) -> str:
     )
 
 
-def _requant_store(em: _Emitter, rq: tuple, x: str, dst: str, out: _T) -> str:
-    """C requantizing a MatMul / Gemm result ``x`` into ``dst`` (a fused RequantShift, template
-    ``graph_requant.c``): its mul / add uniform or per output column (``gc_c0 + n``)."""
-    node, (h, mul, add) = rq[0], rq[1][:3]
-    div = int(float(np.asarray(node.attrs.get("div")).reshape(-1)[0]))
-    shift = div.bit_length() - 1
-    half = (1 << (shift - 1)) if shift > 0 else 0
-    acc = _acc_type(h.amax * mul.amax + add.amax + half, node.label)
-    mv, av = (em.elem(t, "(gc_c0 + n)" if t.size > 1 else "0") for t in (mul, add))
-    return _kernel(
-        "graph_requant.c", acc=acc, x=x, mul=mv, add=av, rounding=shift > 0, asr=em.asr(acc) if shift > 0 else "",
-        half=c_literal(half, acc), shift=shift, dst=dst, out_type=out.ctype, lo=out.lo, hi=out.hi,
-    )  # fmt: skip
-
-
 def _fusable(graph: OpGraph, node: Node, readers: dict[str, list[Node]]) -> Node | None:
-    """The RequantShift that is the only reader of a MatMul / Gemm's output (not a graph output), else None."""
-    if node.op not in ("MatMul", "Gemm") or not node.outputs or node.outputs[0] in graph.output_names:
+    """The RequantShift that is the only reader of a MatMul / Gemm / Conv / Add's output (not a graph output)."""
+    if node.op not in ("MatMul", "Gemm", "Conv", "Add") or not node.outputs or node.outputs[0] in graph.output_names:
         return None
     rd = readers.get(node.outputs[0], [])
     if len(rd) != 1 or rd[0].op != "RequantShift" or list(rd[0].inputs[:1]) != [node.outputs[0]]:
@@ -597,7 +525,7 @@ def _unit_code(em: _Emitter, node: Node, ins: list, out: _T, spec: _Spec, out_of
             fake[i] = _fake(ins[i], shape, ins[i].ptr)
     dst = f"(({out.ctype} *)(gc_l1 + {out_off}))"
     tem = _TileEm(em, out, f"({dst} + gc_r * {spec.out_unit})" if rows else dst)
-    fn = _OPS[node.op]
+    fn = spec.emit or _OPS[node.op]
     fn(tem, node, fake)
     body = "\n".join(tem.text)
     if not rows:
@@ -611,25 +539,44 @@ def _unit_code(em: _Emitter, node: Node, ins: list, out: _T, spec: _Spec, out_of
     return _kernel("graph_cluster_rows.c", values=values, body=body, split_body=split if values else "")
 
 
-def _dma(dst: str, src: str, nbytes: Any) -> str:
-    return f"pond_dma_start({dst}, {src}, (uint32_t)({nbytes}));"
+def _fits(node: Node, ins: list, shaped: tuple, h: _T, cfg: dict) -> bool:
+    """Whether an Add fused with its RequantShift (mul and add ``shaped`` as data operands) still has a tile that
+    fits L1 (planned with the sum's type ``h``, at least the requantized one's), so that fusing never refuses."""
+    try:
+        _plan(node, [*ins[:2], *shaped], h, cfg["l1"], cfg["double"])
+    except CodegenError:
+        return False
+    return True
 
 
-def _fuse(em: _Emitter, graph: OpGraph, node: Node, ins: list, h: _T, readers: dict) -> tuple | None:
-    """(RequantShift, its inputs) fused into the tiles of the MatMul / Gemm ``node`` just emitted (output ``h``):
-    the RequantShift is emitted (range analysis) and ``h``'s L2 buffer dropped; None when not fusable."""
+def _fuse(em: _Emitter, graph: OpGraph, node: Node, ins: list, h: _T, readers: dict, cfg: dict) -> tuple | None:
+    """(RequantShift, its inputs) fused into the tiles of the MatMul / Gemm / Conv / Add ``node`` just emitted
+    (output ``h``): the RequantShift is emitted (range analysis) and ``h``'s L2 buffer dropped; None when not
+    fusable (an Add: only a row-tiled one, its RequantShift's mul and add appended to its inputs)."""
     rq = _fusable(graph, node, readers)
-    if rq is None or not _spec(node, ins, h).gemm:
+    if rq is None:
         return None
     rq_ins = _inputs_of(em, rq)
-    if not _per_column(h, rq_ins) or _identity_requant(em, rq, rq_ins):
+    if node.op == "Conv":
+        ok = _conv_fusable(h, rq_ins)
+    elif node.op == "Add":
+        shaped = _add_fusable(h, rq_ins)
+        ok = shaped is not None and _spec(node, [*ins[:2], *shaped], h).mode == "rows"
+        ok = ok and _fits(node, ins, shaped, h, cfg)
+    else:
+        ok = bool(_spec(node, ins, h).gemm) and _per_column(h, rq_ins)
+    if not ok or _identity_requant(em, rq, rq_ins):
         return None
     _node(em, rq)
     em.body = []
     y = em.tensors.get(rq.outputs[0])
     if y is None or y.buf != em.names.get(rq.outputs[0]) or y.shape != h.shape:
         raise CodegenError("fused RequantShift", value=rq.label, limit="a new tensor of its input's shape")
-    del em.buffers[h.buf]
+    em.buffers[y.buf][2] = min(em.buffers[y.buf][2], em.buffers[h.buf][2])  # written by the producer's tiles,
+    del em.buffers[h.buf]  # while its inputs are still read: live from the producer on, not sharing their L2
+    if node.op == "Add":
+        ins[2:] = list(shaped)  # the fused op's data operands: a, b, mul, add
+        return rq, rq_ins, h
     return rq, rq_ins
 
 
@@ -637,8 +584,18 @@ def _op(
     em: _Emitter, node: Node, ins: list, out: _T, index: int, cfg: dict, rq: tuple | None = None
 ) -> tuple[str, ClusterRow]:
     """The C of one op (template ``graph_cluster_op.c``) and its plan row (``rq``: a fused RequantShift)."""
-    spec, tr, tc, nbuf = _plan(node, ins, out, cfg["l1"], cfg["double"])
-    if rq is not None:
+    if node.op in HALO_OPS:
+        return _halo_op(em, node, ins, out, index, cfg, rq)
+    try:
+        spec, tr, tc, nbuf = _plan(node, ins, out, cfg["l1"], cfg["double"])
+    except CodegenError:  # a separable whole-tensor op that does not fit whole: tiled by rows
+        sep = _row_prefix(em, node, ins, out) if node.op in SEPARABLE_OPS else 0
+        if not sep:
+            raise
+        spec, tr, tc, nbuf = _plan(node, ins, out, cfg["l1"], cfg["double"], sep)
+    if rq is not None and node.op == "Add":
+        spec.emit = lambda tem, n, fake: _add_requant(em, rq, rq[2], tem, n, fake)
+    elif rq is not None:
         spec.gemm["rq"] = rq
     double = nbuf == 2
     need, offs, out_off = _layout(spec, out, tr, tc, nbuf)
@@ -779,7 +736,7 @@ def emit_cluster_report(
             out = em.tensors.get(out_name)
             if out_name in known or out is None or out.buf != em.names.get(out_name):
                 continue  # folded into a constant, or an alias of its input: no C
-            rq = _fuse(em, graph, node, ins, out, readers) if cfg["fuse"] else None
+            rq = _fuse(em, graph, node, ins, out, readers, cfg) if cfg["fuse"] else None
             if rq is not None:
                 fused[node.name] = rq[0].name
                 out = em.tensors[rq[0].outputs[0]]
