@@ -23,6 +23,15 @@ when the op that writes it finishes. A chip's DRAM must hold its group (``dram_c
 cannot hold is refused with the chip count that would). Outputs do not depend on the partition: the same
 integer ops run in the same order.
 
+An op that alone needs more DRAM than one chip has (a ``gemm`` or an ungrouped ``conv`` whose parameters,
+output and input exceed ``dram_bytes``) is split before the partition into the fewest ``k`` parts (at most
+:data:`MAX_PARTS`) that each fit: part ``p`` holds output columns (gemm) or output channels (conv)
+``p n // k .. (p + 1) n // k`` of the ``n`` outputs, i.e. those weight columns/filters and biases, reads the
+whole input and computes its slice of the outputs with the op's shift and fused ReLU (each output's accumulator
+is the same sum, so the result is the same integers), and a ``concat`` named as the op gathers the slices along
+the split axis. Contiguous groups put the parts on consecutive chips; the input goes to every part's chip and
+each slice to the gathering chip as ordinary transfers. The timing model runs the parts concurrently.
+
 Example:
     >>> import numpy as np
     >>> from pondlib.graph.dnn import FloatLayer, FloatModel
@@ -68,10 +77,24 @@ from pondlib.errors import ConfigError, ONNXError, QuantizationError, Simulation
 from pondlib.graph.dnn import FloatModel
 from pondlib.validate import as_float_array, as_int_array, check_choice, check_int, check_type
 
-__all__ = ["GraphConfig", "Transfer", "graph_mapper", "GraphSim", "GRAPH_RULES", "SUPPORTED", "load_dnn_image"]
+__all__ = [
+    "GraphConfig",
+    "Transfer",
+    "graph_mapper",
+    "GraphSim",
+    "GRAPH_RULES",
+    "SUPPORTED",
+    "MODEL_OPS",
+    "MAX_PARTS",
+    "load_dnn_image",
+]
 
+#: Ops a model may hold (``concat`` is made by the mapper when it splits an op over chips).
+MODEL_OPS = tuple(op for op in GRAPH_OPS if op != "concat")
 #: What the graph path runs (the limit of a refusal).
-SUPPORTED = ", ".join(GRAPH_OPS)
+SUPPORTED = ", ".join(MODEL_OPS)
+#: Most parts one op is split into (one chip each at most; the board's 48 chips).
+MAX_PARTS = 48
 #: Rule id -> what it requires.
 GRAPH_RULES: dict[str, str] = {
     "op_supported": f"every op is one of: {SUPPORTED} (pool ceil_mode 0)",
@@ -79,7 +102,8 @@ GRAPH_RULES: dict[str, str] = {
     "bias_range": "quantized biases fit the 32-bit bias word",
     "accumulator_width": "value-range bound of every MLA accumulator < 2^(acc_bits-1) (or overflow='wrap')",
     "worker_sram": "the smallest tile of every op fits limits.dnn_worker_bytes",
-    "dram_capacity": "each chip's parameters and activation buffers fit its DRAM",
+    "dram_capacity": "each chip's parameters and activation buffers fit its DRAM (an op larger than one chip's "
+    "DRAM split by outputs over up to MAX_PARTS chips)",
     "chips": "1 <= chips <= limits.n_chips and chips <= ops that do work",
 }
 
@@ -198,8 +222,9 @@ def _op_problems(i: int, op: Any, chips: int) -> list[str]:
     if not isinstance(op.name, str) or not isinstance(op.split, str) or op.op not in GRAPH_OPS:
         out.append(f"{name}: name/split must be str and op one of {list(GRAPH_OPS)}")
     ins = tuple(op.inputs) if isinstance(op.inputs, (tuple, list)) else ()
-    if not 1 <= len(ins) <= 2 or not all(_int(j, -1, i - 1) for j in ins):
-        out.append(f"{name}: inputs {op.inputs!r}, expected 1 or 2 indices of earlier ops (-1: the input)")
+    n_max = MAX_PARTS if op.op == "concat" else 2
+    if not 1 <= len(ins) <= n_max or not all(_int(j, -1, i - 1) for j in ins):
+        out.append(f"{name}: inputs {op.inputs!r}, expected 1..{n_max} indices of earlier ops (-1: the input)")
     fr = tuple(op.in_fracs) if isinstance(op.in_fracs, (tuple, list)) else ()
     if len(fr) != len(ins) or not all(_int(f, -(2**31), 2**31 - 1) for f in (*fr, op.out_frac)):
         out.append(f"{name}: fractions must be int32, one per input")
@@ -215,6 +240,10 @@ def _op_problems(i: int, op: Any, chips: int) -> list[str]:
         if why:
             out.append(f"{name}.{key}: {why}")
     attrs = op.attrs if isinstance(op.attrs, Mapping) else {}
+    if op.op == "concat" and (
+        tuple(attrs.get("axis", ())) not in [(a,) for a in range(len(shape or ()))] or any(f != op.out_frac for f in fr)
+    ):
+        out.append(f"{name}: a concat needs attrs['axis'] = (axis,) of its output and inputs at its fraction")
     for key, values in attrs.items():
         if (
             key not in ATTR_KEYS
@@ -470,7 +499,7 @@ def _check_model(model: FloatModel, bad: list) -> None:
             )
         ins = [tuple(model.input_shape if j < 0 else model.layers[j].out_shape) for j in layer.inputs]
         why = None
-        if layer.op not in GRAPH_OPS:
+        if layer.op not in MODEL_OPS:
             bad.append(
                 Violation("op_supported", layer.name, layer.op, SUPPORTED, "map it to another device's DNN path")
             )
@@ -572,6 +601,8 @@ def graph_mapper(
         op = replace(_quantize(layer, fin, y, i in fused_into, q, bad), inputs=ins)
         ops.append(op)
         index[i] = len(ops) - 1
+    split_notes: list[str] = []
+    ops = _split_large(ops, tuple(model.input_shape), lim.dram_bytes, split_notes)
     tiled = []
     for op in ops:
         shapes = [model.input_shape if j < 0 else ops[j].out_shape for j in op.inputs]
@@ -582,7 +613,8 @@ def graph_mapper(
     raise_violations(bad, lim.name)
     report = {
         "notes": list(model.notes)
-        + [f"relu {model.layers[i].name} fused into {model.layers[j].name}" for i, j in fused.items()],
+        + [f"relu {model.layers[i].name} fused into {model.layers[j].name}" for i, j in fused.items()]
+        + split_notes,
         "chip_bytes": _chip_bytes(placed, transfers, tuple(model.input_shape), chips),
     }
     return GraphConfig(
@@ -625,6 +657,68 @@ def _groups(ops: list[GraphOp], in_shape: tuple, cap: int) -> list[int]:
     return chips
 
 
+def _part_count(op: GraphOp, in_bytes: int, cap: int) -> int:
+    """Fewest parts (2..MAX_PARTS) whose largest (its weights, biases and outputs, plus the whole input) fits
+    ``cap`` bytes; 0 when the op cannot be split (not a gemm or an ungrouped conv) or no count fits."""
+    if op.op not in ("gemm", "conv") or (op.op == "conv" and op.attr("groups")[0] != 1):
+        return 0
+    n = int(op.weights.shape[1] if op.op == "gemm" else op.weights.shape[0])
+    per_col = op.weights.size // n + 4 + _act_bytes(op.out_shape) // n
+    for k in range(2, min(n, MAX_PARTS) + 1):
+        if in_bytes + math.ceil(n / k) * per_col <= cap:
+            return k
+    return 0
+
+
+def _split(op: GraphOp, k: int, first: int) -> list[GraphOp]:
+    """``op`` as ``k`` parts (output columns of a gemm, output channels of a conv; part ``p`` holds outputs
+    ``p n // k .. (p + 1) n // k``, ``attrs['part'] = (p, k, first output)``) and the ``concat`` that gathers
+    them, its input indices starting at ``first``."""
+    gemm = op.op == "gemm"
+    n = int(op.weights.shape[1] if gemm else op.weights.shape[0])
+    cut = [p * n // k for p in range(k + 1)]
+    out = []
+    for p in range(k):
+        a, b = cut[p], cut[p + 1]
+        out.append(
+            replace(
+                op,
+                name=f"{op.name}.part{p}",
+                weights=(op.weights[:, a:b] if gemm else op.weights[a:b]).copy(),
+                bias=None if op.bias is None else op.bias[a:b].copy(),
+                out_shape=(*op.out_shape[:-1], b - a) if gemm else (b - a, *op.out_shape[1:]),
+                attrs={**op.attrs, "part": (p, k, a)},
+            )
+        )
+    axis = len(op.out_shape) - 1 if gemm else 0
+    fracs = (op.out_frac,) * k
+    concat = GraphOp(op.name, "concat", tuple(range(first, first + k)), op.out_shape, fracs, op.out_frac)
+    return out + [replace(concat, attrs={"axis": (axis,)})]
+
+
+def _split_large(ops: list[GraphOp], in_shape: tuple, cap: int, notes: list[str]) -> list[GraphOp]:
+    """Every gemm/conv that alone needs more than ``cap`` bytes of DRAM (parameters, output, input) split into
+    the fewest parts that fit one chip each (:func:`_split`); inputs re-indexed; a note per split op."""
+    new: list[GraphOp] = []
+    where = {-1: -1}
+    for i, op in enumerate(ops):
+        op = replace(op, inputs=tuple(where[j] for j in op.inputs))
+        in_bytes = sum(_act_bytes(in_shape if j < 0 else new[j].out_shape) for j in op.inputs)
+        need = op.weight_bytes + _act_bytes(op.out_shape) + in_bytes
+        k = _part_count(op, in_bytes, cap) if need > cap else 0
+        if k:
+            new += _split(op, k, len(new))
+            unit = "column" if op.op == "gemm" else "channel"
+            notes.append(
+                f"{op.name} split into {k} output-{unit} parts, one chip each ({need} B > {cap} B of DRAM per "
+                "chip), gathered by a concat"
+            )
+        else:
+            new.append(op)
+        where[i] = len(new) - 1
+    return new
+
+
 def _partition(
     ops: list[GraphOp], in_shape: tuple, chips: int, lim: SpiNNaker2Limits, bad: list
 ) -> tuple[list[GraphOp], list[Transfer]]:
@@ -659,9 +753,22 @@ def _partition(
                 transfers.append(Transfer(j, src, op.chip, _act_bytes(shape)))
     per_chip = _chip_bytes(placed, transfers, in_shape, chips)
     need = max(_groups(ops, in_shape, lim.dram_bytes)) + 1
+    alone = [
+        op.name
+        for op in ops
+        if op.weight_bytes
+        + _act_bytes(op.out_shape)
+        + sum(_act_bytes(in_shape if j < 0 else ops[j].out_shape) for j in op.inputs)
+        > lim.dram_bytes
+    ]
     for c, used in enumerate(per_chip):
         if used > lim.dram_bytes:
             fix = f"partition over more chips (chips >= {need})" if need <= lim.n_chips else "use a smaller model"
+            if alone:
+                fix = (
+                    f"op(s) {', '.join(alone)} alone exceed one chip's DRAM and cannot be split further (a gemm "
+                    "or an ungrouped conv splits by outputs, up to 48 parts): use smaller ops"
+                )
             bad.append(Violation("dram_capacity", f"chip {c}", f"{used} B", f"{lim.dram_bytes} B", fix))
     return placed, transfers
 

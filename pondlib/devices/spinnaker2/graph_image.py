@@ -31,11 +31,13 @@ Tensor entry: i32 fraction | u32 buffer (on its writer's chip) | u32 bytes per s
 u16 zero | 4 x u32 per-sample dims (rank <= 4).
 
 Op block: ``0`` u32 next (0: last) | ``4`` u16 op code (``graph_ops.OP_CODES``; 1 is version 1's fully
-connected) | ``6`` u8 flags (bit 0 fused ReLU) | ``7`` u8 shift | ``8`` u8 chip | ``9`` u8 inputs (1 or 2) |
-``10`` u16 attribute words | ``12`` i32 output fraction | ``16``/``20`` i32 input fractions | ``24``/``28`` i32
-input tensors (op index, -1 the input) | ``32`` u32 weights | ``36`` u8 weight rank | ``40`` 4 x u32 weight dims |
-``56`` u32 bias | ``60`` u32 bias count | ``64`` u32 worker tiles | ``68`` u32 op index | ``72`` u32 block size |
-``76`` 20 zero bytes | ``96`` attributes: per attribute u16 key (:data:`ATTR_KEYS`), u16 count, count x i32.
+connected) | ``6`` u8 flags (bit 0 fused ReLU) | ``7`` u8 shift | ``8`` u8 chip | ``9`` u8 inputs (1 or 2; a
+``concat`` more) | ``10`` u16 attribute words | ``12`` i32 output fraction | ``16``/``20`` i32 input fractions |
+``24``/``28`` i32 input tensors (op index, -1 the input) | ``32`` u32 weights | ``36`` u8 weight rank | ``40``
+4 x u32 weight dims | ``56`` u32 bias | ``60`` u32 bias count | ``64`` u32 worker tiles | ``68`` u32 op index |
+``72`` u32 block size | ``76`` 20 zero bytes | ``96`` attributes: per attribute u16 key (:data:`ATTR_KEYS`, then
+``more_inputs``, ``more_fracs``: the inputs and fractions of an op with more than two, beyond the block's slots),
+u16 count, count x i32.
 
 Integrity as version 1: the CRC-32 covers bytes ``0 .. activations`` with the CRC field as zeros; reading checks
 magic, version, sizes, CRC, every pointer against its region and the op chain, and raises
@@ -77,7 +79,23 @@ HEADER = 96
 ALIGN = 16
 _WHERE = "DRAM image v2"
 #: Attribute keys of op blocks, by id.
-ATTR_KEYS = ("strides", "pads", "dilations", "groups", "kernel", "count_include_pad", "perm", "exp", "gelu")
+ATTR_KEYS = (
+    "strides",
+    "pads",
+    "dilations",
+    "groups",
+    "kernel",
+    "count_include_pad",
+    "perm",
+    "exp",
+    "gelu",
+    "axis",
+    "part",
+)
+#: Keys the image adds for an op of more than two inputs (a ``concat``): its inputs and fractions beyond the
+#: block's two slots (never in ``GraphOp.attrs``).
+_MORE = ("more_inputs", "more_fracs")
+_KEYS = ATTR_KEYS + _MORE
 _CODE_OPS = {v: k for k, v in OP_CODES.items()}
 _HEAD = struct.Struct("<8sHHIIIIIIIIIIIIiBBHI24x")
 _TENSOR = struct.Struct("<iIIBBH4I")
@@ -96,9 +114,10 @@ def _err(field: str, offset: int, value: Any, limit: Any, fix: str = "rebuild th
 
 def _attrs_bytes(op: GraphOp) -> bytes:
     out = b""
-    for key, values in op.attrs.items():
+    more = dict(zip(_MORE, (op.inputs[2:], op.in_fracs[2:]))) if len(op.inputs) > 2 else {}
+    for key, values in {**op.attrs, **more}.items():
         vals = [int(v) for v in values]
-        out += struct.pack(f"<HH{len(vals)}i", ATTR_KEYS.index(key), len(vals), *vals)
+        out += struct.pack(f"<HH{len(vals)}i", _KEYS.index(key), len(vals), *vals)
     return out
 
 
@@ -166,8 +185,8 @@ def build_graph_image(cfg: Any) -> bytes:
     for i, op in enumerate(cfg.ops):
         w = op.weights
         wdims = (list(w.shape) + [0] * 4)[:4] if w is not None else [0] * 4
-        ins = list(op.inputs) + [0] * (2 - len(op.inputs))
-        fr = list(op.in_fracs) + [0] * (2 - len(op.in_fracs))
+        ins = list(op.inputs[:2]) + [0] * (2 - len(op.inputs[:2]))
+        fr = list(op.in_fracs[:2]) + [0] * (2 - len(op.in_fracs[:2]))
         _BLOCK.pack_into(
             buf,
             blocks[i],
@@ -272,10 +291,13 @@ def _read_ops(data: bytes, h: tuple) -> list[tuple[dict, GraphOp]]:
         end = pos + 4 * n_words
         while pos < end:
             key, cnt = struct.unpack_from("<HH", data, pos)
-            if key >= len(ATTR_KEYS):
-                raise _err("attribute key", pos, key, f"0..{len(ATTR_KEYS) - 1}")
-            attrs[ATTR_KEYS[key]] = struct.unpack_from(f"<{cnt}i", data, pos + 4)
+            if key >= len(_KEYS) or pos + 4 + 4 * cnt > end:
+                raise _err("attribute", pos, f"key {key}, {cnt} values", f"keys 0..{len(_KEYS) - 1} within the block")
+            attrs[_KEYS[key]] = struct.unpack_from(f"<{cnt}i", data, pos + 4)
             pos += 4 + 4 * cnt
+        more_in, more_fr = (tuple(attrs.pop(k, ())) for k in _MORE)
+        if len(more_in) != len(more_fr) or len(more_in) != max(n_in - 2, 0):
+            raise _err("op inputs", off + 9, f"{n_in} inputs, {len(more_in)} beyond the block", "one per input")
         w = bias = None
         if w_at:
             shape = tuple(wdims[:w_rank])
@@ -288,9 +310,9 @@ def _read_ops(data: bytes, h: tuple) -> list[tuple[dict, GraphOp]]:
         op = GraphOp(
             "",
             _CODE_OPS[code],
-            tuple(ins[:n_in]),
+            tuple(ins[:n_in]) + more_in,
             (),
-            tuple(fr[:n_in]),
+            tuple(fr[:n_in]) + more_fr,
             ofrac,
             shift,
             bool(flags & 1),

@@ -19,6 +19,8 @@ op            unit  integer rule (``x``, ``a``, ``b`` int8 inputs; ``sat8`` satu
 ``maxpool``   Arm   window maximum (same fraction)
 ``avgpool``   Arm   window integer mean ``floor((2 S + n) / (2 n))`` (same fraction)
 ``reshape``   --    the buffer reinterpreted (no data moves; no worker)
+``concat``    Arm   the inputs (all at the output's fraction) joined along per-sample axis ``axis``: the gather of
+                    an op split over several chips (made by the mapper, not read from models)
 ``transpose`` Arm   a permutation of the per-sample axes (same fraction)
 ``softmax``   Arm   last axis, ``t = (x - max x) 2^u`` at ``F = max(f, 8)`` (``u = F - f``), I-BERT exponential
                     with ``log2 = round(ln 2 2^F)``, ``B = round(1.353 2^F)``, ``A = round(0.3585 2^14)``,
@@ -90,6 +92,7 @@ OP_CODES: dict[str, int] = {
     "layernorm": 11,
     "rmsnorm": 12,
     "gelu": 13,
+    "concat": 14,
 }
 GRAPH_OPS = tuple(OP_CODES)
 #: Ops on the matrix accelerator (the rest run on the Arm core).
@@ -202,6 +205,8 @@ def run_op(op: GraphOp, ins: Sequence[np.ndarray], acc_bits: int, overflow: str)
         return intops.avg_pool(x, op.attr("kernel"), op.attr("strides"), op.attr("pads"), inc)
     if kind == "reshape":
         return x.reshape((x.shape[0],) + tuple(op.out_shape))
+    if kind == "concat":
+        return np.concatenate([np.asarray(v, dtype=np.int64) for v in ins], axis=op.attr("axis")[0] + 1)
     if kind == "transpose":
         return np.transpose(x, (0,) + tuple(p + 1 for p in op.attr("perm")))
     if kind == "softmax":

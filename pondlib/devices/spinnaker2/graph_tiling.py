@@ -14,6 +14,7 @@ Bytes one worker holds for a tile (int8 activations and weights, int32 biases), 
 ``row ops``       ``r`` rows of the last axis ``D``: ``r D (inputs + 1)`` plus ``2 D`` for layernorm/rmsnorm
                   parameters (add, relu, softmax, layernorm, rmsnorm, gelu; transpose moves rows of its first
                   axis)
+``concat``        ``r`` slabs of the output's first axis, each read and written once: ``2 r prod(out[1:])``
 ``reshape``       no worker: the buffer is reinterpreted in place
 ================  ==========================================================================================
 
@@ -100,7 +101,7 @@ def _units(op: GraphOp, in_shapes: Sequence[tuple[int, ...]]) -> int:
         return out[0] * out[1]
     if op.op == "gemm":
         return _prod(out)
-    if op.op in ("maxpool", "avgpool"):
+    if op.op in ("maxpool", "avgpool", "concat"):
         return out[0]
     if op.op == "matmul":
         return _prod(out[:-1])
@@ -139,6 +140,13 @@ def _fit(op: GraphOp, in_shapes: Sequence[tuple[int, ...]], budget: int) -> tupl
             return _refuse(op, per, budget, "one channel", "use a smaller feature map")
         t = math.ceil(out[0] / c)
         return t, f"{t} channel tiles of <= {c} channels", []
+    if kind == "concat":
+        per = 2 * _prod(out[1:])
+        r = min(out[0], budget // per)
+        if r < 1:
+            return _refuse(op, per, budget, "one slab of the first axis", "use a smaller output per channel or row")
+        t = math.ceil(out[0] / r)
+        return t, f"{t} slab tiles of <= {r} slabs", []
     shape = in_shapes[0]
     if kind == "transpose":
         d, rows = _prod(shape[1:]), shape[0]

@@ -27,7 +27,10 @@ field                   value                              source
 
 A ``reshape`` costs nothing (the buffer is reinterpreted). Chips run one after another for one inference (a
 pipeline over a stream of inputs would overlap them; ``throughput_s`` reports the slowest chip's share, the
-interval of such a pipeline).
+interval of such a pipeline), except the parts of an op split over chips (``attrs['part']``), which run at the
+same time: the slowest part counts once. Transfers are counted one after another (assumed; a conservative
+bound: the input's copies to a split op's chips and the slices gathered back do not overlap), and the gather
+(``concat``) is an Arm op of ``c = 2`` cycles per element.
 
 Example:
     >>> import numpy as np
@@ -67,6 +70,7 @@ ARM_CYCLES: dict[str, float] = {
     "layernorm": 30.0,
     "rmsnorm": 25.0,
     "gelu": 20.0,
+    "concat": 2.0,  # one load and one store per element (the gather of a split op)
 }
 
 #: Each field of :class:`GraphTimingModel`: "calibrated" (from the paper's measurements) or "assumed".
@@ -126,11 +130,18 @@ class GraphTimingReport:
     setup_s: float
     cleanup_s: float
     chips: int
+    #: Op indices that run at the same time: the parts of each split op (one chip each).
+    parallel: tuple[tuple[int, ...], ...] = ()
 
     @property
     def total_s(self) -> float:
-        """Latency of one inference (chips one after another, transfers included)."""
-        return self.setup_s + sum(o.total_s for o in self.ops) + sum(self.transfers_s) + self.cleanup_s
+        """Latency of one inference (chips one after another, the parts of a split op concurrently: the
+        slowest part counts; transfers included)."""
+        ops = sum(o.total_s for o in self.ops)
+        for group in self.parallel:
+            times = [self.ops[i].total_s for i in group]
+            ops -= sum(times) - max(times)
+        return self.setup_s + ops + sum(self.transfers_s) + self.cleanup_s
 
     def chip_s(self) -> list[float]:
         """Op time per chip."""
@@ -211,4 +222,19 @@ def estimate_graph(cfg: Any, model: GraphTimingModel | None = None) -> GraphTimi
             )
         )
     xfers = tuple(model.hop_s * max(1, abs(t.dst - t.src)) + t.bytes / model.link_bandwidth for t in cfg.transfers)
-    return GraphTimingReport(tuple(rows), xfers, b.setup_s, b.cleanup_s, cfg.chips)
+    return GraphTimingReport(tuple(rows), xfers, b.setup_s, b.cleanup_s, cfg.chips, _parts(cfg.ops))
+
+
+def _parts(ops: Any) -> tuple[tuple[int, ...], ...]:
+    """Index groups of the parts of each split op (``attrs['part'] = (p, k, first)``, parts consecutive)."""
+    out, run = [], []
+    for i, op in enumerate(ops):
+        part = op.attr("part") if "part" in op.attrs else None
+        if part and part[0] == 0:
+            run = [i]
+        elif part and run and part[0] == len(run):
+            run.append(i)
+        if part and len(run) == part[1]:
+            out.append(tuple(run))
+            run = []
+    return tuple(out)

@@ -61,7 +61,8 @@ def mapped():
 
 
 def test_the_models_cover_every_op_type(mapped):
-    assert {op.op for cfg, _ in mapped.values() for op in cfg.ops} == set(GRAPH_OPS)
+    # concat, the gather of an op split over chips, is made by the mapper only (test_graph_split.py)
+    assert {op.op for cfg, _ in mapped.values() for op in cfg.ops} == set(GRAPH_OPS) - {"concat"}
 
 
 def test_round_trip_is_lossless_and_the_walk_equals_the_simulator_for_every_model(mapped):

@@ -3,7 +3,10 @@ r"""Deeploy's integer ONNX dialect: the custom ops of its quantized graphs, with
 Deeploy (pulp-platform/Deeploy) exports integerized networks whose tensors carry integers in float32 and whose
 nonlinearities are integer ops in the default domain (``PACTOps`` and ``ai.onnx.contrib`` are aliases). Each
 kernel below follows the integer arithmetic of Deeploy's reference C kernels (Generic and PULPOpen targets)
-and is checked bit-exact against the golden outputs of Deeploy's test suite (``tests/data/deeploy``).
+and is checked bit-exact against the golden outputs of Deeploy's test suite (``tests/data/deeploy``). Where
+the rule is the same integer rule as a shared kernel of :mod:`pondlib.devices.core.intops` (truncating division
+``tdiv``, the floor square root ``isqrt``, the I-BERT exponential and GELU, the layer/RMS-norm numerators,
+the rounding shift), the kernel calls it: one implementation for every chip.
 
 Notation: all values are integers; ``x // d`` is floor division, ``tdiv(a, d)`` is C's division truncated
 toward zero, ``a >> s`` an arithmetic (floor) shift, ``isqrt(v)`` the floor square root, ``n`` the
@@ -79,6 +82,8 @@ from typing import Any
 
 import numpy as np
 
+from pondlib.devices.core import intops
+from pondlib.devices.core.intops import isqrt, tdiv
 from pondlib.devices.siracusa.kernels import KernelContext, kernel
 from pondlib.errors import GraphError
 
@@ -190,30 +195,6 @@ def _need(ins: list, count: int, ctx: KernelContext) -> None:
         )  # fmt: skip
 
 
-def tdiv(a: Any, b: Any) -> np.ndarray:
-    """C's integer division (truncated toward zero) of int64 arrays; ``b`` nonzero.
-
-    >>> tdiv(np.array([7, -7, 7, -7]), np.array([2, 2, -2, -2])).tolist()
-    [3, -3, -3, 3]
-    """
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q)
-
-
-def isqrt(v: Any) -> np.ndarray:
-    """Floor square root of a nonnegative int64 array below 2^52 (float estimate, then integer correction).
-
-    >>> isqrt(np.array([0, 1, 15, 16, 17, 10**12])).tolist()
-    [0, 1, 3, 4, 4, 1000000]
-    """
-    v = np.asarray(v, dtype=np.int64)
-    r = np.floor(np.sqrt(v.astype(np.float64))).astype(np.int64)
-    r = np.where(r * r > v, r - 1, r)
-    return np.where((r + 1) * (r + 1) <= v, r + 1, r)
-
-
 def _out_range(y: np.ndarray, lo: int, hi: int, ctx: KernelContext, what: str) -> np.ndarray:
     return _check_range(y, lo, hi, what, ctx, "rescale the op's constants so its result fits (re-export the model)")
 
@@ -221,10 +202,7 @@ def _out_range(y: np.ndarray, lo: int, hi: int, ctx: KernelContext, what: str) -
 # ------------------------------------------------------------------------------------------ requantization
 def requant_shift(x: np.ndarray, mul: np.ndarray, add: np.ndarray, shift: int, lo: int, hi: int) -> np.ndarray:
     """``clip((x mul + add + 2^(s-1)) >> s, lo, hi)`` on int64 (round half up, as Deeploy's kernel)."""
-    acc = x.astype(np.int64) * mul + add
-    if shift > 0:
-        acc = (acc + (1 << (shift - 1))) >> shift
-    return np.clip(acc, lo, hi)
+    return np.clip(intops.round_shift(x.astype(np.int64) * mul + add, shift), lo, hi)
 
 
 def _channel(param: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -258,10 +236,7 @@ def softmax_rows(x: np.ndarray, a: int, b: int, c: int, log2: int, n: int, ctx: 
 
     The kernel sums ``e`` and forms ``e (n - 1)`` in uint32; a row where either reaches 2^32 is refused.
     """
-    t = x - x.max(axis=-1, keepdims=True)
-    z = np.minimum((-t) // log2, 31)
-    p = t + z * log2
-    e = (a * (p + b) ** 2 + c) >> z
+    e = intops.exp_ibert(x - x.max(axis=-1, keepdims=True), log2, a, b, c)
     total = e.sum(axis=-1, keepdims=True)
     if e.size and (int(total.max()) >= 2**32 or int(e.max()) * (n - 1) >= 2**32 or int(total.min()) <= 0):
         raise GraphError(
@@ -354,8 +329,7 @@ def _irmsnorm(ins: list, attrs: Mapping[str, Any], ctx: KernelContext) -> np.nda
     n = _levels(attrs, ctx)
     x = _signed_in(ins[0], n, ctx, "iRMSNorm input")
     w = _row_weight(ins[1], x, "iRMSNorm weight", ctx)
-    sigma = isqrt((x * x).sum(axis=-1, keepdims=True) // x.shape[-1] + 1)
-    return np.clip(tdiv(x * w, sigma) >> d, -(n // 2), n // 2 - 1)
+    return np.clip(intops.rmsnorm(x, w, 0) >> d, -(n // 2), n // 2 - 1)
 
 
 @kernel("iLayerNorm")
@@ -366,9 +340,7 @@ def _ilayernorm(ins: list, attrs: Mapping[str, Any], ctx: KernelContext) -> np.n
     x = _check_range(ins[0], -(n // 2), n - 1, "iLayerNorm input", ctx, "requantize the input to n_levels first")
     w = _row_weight(ins[1], x, "iLayerNorm weight", ctx)
     b = _row_weight(ins[2], x, "iLayerNorm bias", ctx)
-    cen = x - tdiv(x.sum(axis=-1, keepdims=True), x.shape[-1])
-    sigma = isqrt((cen * cen).sum(axis=-1, keepdims=True) // x.shape[-1] + 1)
-    return np.clip((tdiv(cen * w, sigma) + b) >> d, -(n // 2), n // 2 - 1)
+    return np.clip(intops.layernorm(x, w, b, 0) >> d, -(n // 2), n // 2 - 1)
 
 
 @kernel("iNoNorm")
@@ -385,13 +357,6 @@ def _inonorm(ins: list, attrs: Mapping[str, Any], ctx: KernelContext) -> np.ndar
 
 
 # ------------------------------------------------------------------------------------------ activations
-def _gelu(x: np.ndarray, b: int, one: int) -> np.ndarray:
-    sign = np.sign(x)
-    q = np.minimum(np.abs(x), -b)
-    big_l = sign * (one - (q + b) ** 2)
-    return x * ((one + big_l) >> 1)
-
-
 def _hardswish(x: np.ndarray, one_over_six: int, three: int, six: int) -> np.ndarray:
     return x * (np.clip(x + three, 0, six) * one_over_six)
 
@@ -421,7 +386,7 @@ def _igelu(ins: list, attrs: Mapping[str, Any], ctx: KernelContext) -> np.ndarra
     _need(ins, 1, ctx)
     b, one = _gelu_attrs(attrs, ctx)
     x = _signed_in(ins[0], 256, ctx, "iGELU input")
-    return _out_range(_gelu(x, b, one), *INT32, ctx, "iGELU result")
+    return _out_range(intops.gelu_ibert(x, b, one), *INT32, ctx, "iGELU result")
 
 
 @kernel("iHardswish")
@@ -450,7 +415,7 @@ def _rq_hardswish(ins: list, attrs: Mapping[str, Any], ctx: KernelContext) -> np
 def _rq_gelu(ins: list, attrs: Mapping[str, Any], ctx: KernelContext) -> np.ndarray:
     _need(ins, 4, ctx)
     x = _signed_in(ins[0], 256, ctx, "RequantizedGELU input")
-    h = _gelu(x, *_gelu_attrs(attrs, ctx))
+    h = intops.gelu_ibert(x, *_gelu_attrs(attrs, ctx))
     mul, add, shift = ({"v": v} for v in ins[1:4])
     return _requant8(h, _int_attr(mul, "v", ctx), _int_attr(add, "v", ctx), _int_attr(shift, "v", ctx), ctx)
 

@@ -32,8 +32,9 @@ Linear algebra
 Pooling (windows as Conv; ``ceil_mode`` takes ``ceil`` in the output size)
     MaxPool ``max`` over the window (padding never wins); AveragePool ``sum / count`` with ``count`` the
     window's cells inside the input (plus the explicit pads when ``count_include_pad``); GlobalAveragePool
-    and GlobalMaxPool over all spatial dims. Integer mean: ``floor((2 s + n) / (2 n))``, ``s`` the sum of
-    ``n`` cells (round half up; Deeploy's integer ReduceMean goldens follow this rule exactly).
+    and GlobalMaxPool over all spatial dims. Integer mean (:func:`pondlib.devices.core.intops.integer_mean`,
+    shared with the other chips; integer Div truncates with ``intops.tdiv``): ``floor((2 s + n) / (2 n))``,
+    ``s`` the sum of ``n`` cells (round half up; Deeploy's integer ReduceMean goldens follow this rule exactly).
 Normalizations (float; ``mu``, ``var`` biased, over the normalized dims)
     LayerNormalization ``(x - mu) / sqrt(var + eps) scale + bias`` over dims ``axis..`` (outputs Y, Mean,
     InvStdDev); GroupNormalization over (group's channels, spatial), scale/bias per channel (opset 21) or
@@ -60,6 +61,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from pondlib.devices.core.intops import integer_mean, tdiv
 from pondlib.devices.siracusa.kernels import KernelContext, kernel
 from pondlib.errors import GraphError
 
@@ -163,8 +165,7 @@ def _trunc_div(num: np.ndarray, den: np.ndarray, ctx: KernelContext) -> np.ndarr
     """``num / den`` truncated toward zero (C integer division), exactly."""
     if np.any(den == 0):
         raise _fail("integer Div by zero", "a zero divisor", "nonzero divisors", ctx, "check the divisor tensor")
-    q = np.abs(num) // np.abs(den)
-    return np.where((num < 0) != (den < 0), -q, q)
+    return tdiv(num, den)
 
 
 @kernel("Pow")
@@ -461,18 +462,6 @@ def _conv_transpose(ins: list, attrs: Mapping[str, Any], ctx: KernelContext) -> 
 
 
 # -- pooling ---------------------------------------------------------------------------------------------------
-def integer_mean(total: np.ndarray, count: Any) -> np.ndarray:
-    """``floor((2 s + n) / (2 n))``: the mean of ``n`` integers summing to ``s``, rounded half up, exactly.
-
-    Example:
-        >>> integer_mean(np.array([5, -5, 6, -6]), 4).tolist()
-        [1, -1, 2, -1]
-    """
-    total = np.asarray(total, dtype=np.int64)
-    count = np.asarray(count, dtype=np.int64)
-    return np.floor_divide(2 * total + count, 2 * count)
-
-
 def pool(x: np.ndarray, attrs: Mapping[str, Any], ctx: KernelContext, kind: str) -> np.ndarray:
     """MaxPool (``kind='max'``) or AveragePool (``'avg'``) per the module docstring."""
     if np.ndim(x) < 3:
