@@ -3,6 +3,8 @@ quantized op against its float rule on the same integers, tiling and refusals.""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -66,17 +68,15 @@ def test_pools_equal_hand_values():
 
 @SOME
 @given(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=20), st.integers(1, 1000))
-def test_shared_integer_rules_equal_the_deeploy_kernels(values, d):
-    """tdiv, isqrt, the integer mean and I-BERT's GELU are the same rules as Siracusa's kernels."""
+def test_shared_integer_rules_equal_their_exact_definitions(values, d):
+    """tdiv, isqrt and the integer mean against Python's exact integer arithmetic (Siracusa's Deeploy kernels call
+    these same functions: tests/devices/siracusa checks them against Deeploy's goldens)."""
     v = np.array(values)
-    assert np.array_equal(intops.tdiv(v, d), sira_tdiv(v, d))
-    assert np.array_equal(intops.isqrt(np.abs(v)), sira_isqrt(np.abs(v)))
-    assert np.array_equal(intops.integer_mean(v, d), sira_mean(v, d))
-    x = np.clip(v, -128, 127)
-    assert (
-        intops.gelu_ibert(x, -5, 50).tolist()
-        == np.asarray(lookup("iGELU", "", "t")([x], {"b": -5, "one": 50}, CTX)).tolist()
-    )
+    trunc = [(abs(a) // d) * (1 if a >= 0 else -1) for a in values]  # toward zero
+    assert intops.tdiv(v, d).tolist() == trunc
+    assert intops.isqrt(np.abs(v)).tolist() == [math.isqrt(abs(a)) for a in values]
+    assert intops.integer_mean(v, d).tolist() == [(2 * a + d) // (2 * d) for a in values]  # half up
+    assert sira_tdiv is intops.tdiv and sira_isqrt is intops.isqrt and sira_mean is intops.integer_mean
 
 
 @SOME
