@@ -12,7 +12,8 @@ Every error pondlib raises on bad input is a :class:`PondError` subclass whose m
     ├── ONNXError           an ONNX file, node, op or quantization scale cannot be imported faithfully
     ├── SimulationError     bad simulator input (shape, dtype, NaN, out-of-range counts)
     │   └── DeviceError     a (mock) board is gone, timed out, or was changed under us
-    └── CodegenError        a model cannot be emitted as C faithfully, or its C failed to build or run
+    ├── CodegenError        a model cannot be emitted as C faithfully, or its C failed to build or run
+    └── DistributedError    processes that cannot meet, disagree on the cluster, or stopped under a run
 
 The errors that concern values also derive from :class:`ValueError` so that generic handlers keep
 working.
@@ -43,14 +44,32 @@ __all__ = [
     "DeviceError",
     "ONNXError",
     "CodegenError",
+    "DistributedError",
     "Violation",
+    "short_int",
 ]
 
 _MISSING = object()
 
 
+def short_int(value: int) -> str:
+    """An integer of more than 15 digits in scientific form (``1.23457e+300``), from its digits (no float
+    overflow, no ``str`` of a 5000-digit integer); shorter integers as they are."""
+    import math
+
+    if abs(value) < 10**15:
+        return str(value)
+    exp0 = max(int(math.log10(abs(value))) - 5, 0)
+    digits = str(abs(value) // 10**exp0)
+    exp = exp0 + len(digits) - 1
+    mantissa = (digits[0] + "." + digits[1:6].rstrip("0")).rstrip(".")
+    return f"{'-' if value < 0 else ''}{mantissa}e+{exp}"
+
+
 def _fmt(value: Any) -> str:
     """A short, readable rendering of a value for an error message."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**21:
+        return short_int(value)  # never a 300-digit integer
     text = repr(value) if not isinstance(value, str) else value
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -135,6 +154,12 @@ class ONNXError(PondError, ValueError):
 class CodegenError(PondError, ValueError):
     """A model cannot be generated as C faithfully (an unsupported node, an integer path that could overflow),
     or the generated C failed to compile or run (the compiler's message is kept in the error)."""
+
+
+class DistributedError(PondError, RuntimeError):
+    """Processes of a multi-process run cannot meet (a coordinator that is not reachable, a port in use), disagree
+    on the cluster (process counts, duplicate ids), a peer stopped under a collective, a run took longer than its
+    timeout, or a sweep's trial or worker pool failed (the message names the process or trial)."""
 
 
 class Violation:

@@ -77,8 +77,10 @@ from pondlib.errors import GraphError, PondError
 from pondlib.validate import (
     F32_MAX,
     I32_MAX,
+    MAX_FILE_BYTES,
     check_bool,
     check_choice,
+    check_elements,
     check_float,
     check_int,
     check_readable_file,
@@ -375,6 +377,7 @@ def _array_spec(val: Any, name: str, where: str) -> _ArraySpec:
     if len(shape_list) > _MAX_DIMS:
         raise GraphError(f"{name} shape", value=len(shape_list), limit=f"<= {_MAX_DIMS} dimensions", where=where)
     shape = _ints(tuple(shape_list), f"{name} shape", where, 0, empty=True)
+    check_elements(shape, name, where=where, error=GraphError)  # the size budget, before anything is read
     dtype = check_choice(val["dtype"], f"{name} dtype", _DTYPES, where=where, error=GraphError, fix=_FIX_FIELD)
     kind = check_choice(val["kind"], f"{name} kind", ("jax", "numpy"), where=where, error=GraphError, fix=_FIX_FIELD)
     return _ArraySpec(shape, _dtype(dtype), kind)
@@ -781,6 +784,13 @@ def _read(path: Any) -> tuple[dict, bytes, str]:
             missing = [n for n in (_JSON, _LEAVES) if n not in names]
             if missing:
                 raise PondError(f"not a pondlib network file (no {missing[0]})", where=where, fix=_FIX_LOAD)
+            for member in (_JSON, _LEAVES):  # declared sizes against the budget before decompressing
+                size = zf.getinfo(member).file_size
+                if size > MAX_FILE_BYTES:
+                    raise PondError(
+                        f"{member} size", value=f"{size} bytes", limit=f"at most {MAX_FILE_BYTES} bytes (size budget)",
+                        where=where, fix="a damaged or hostile archive? Save the network again",
+                    )  # fmt: skip
             raw_header = zf.read(_JSON)
             leaves = zf.read(_LEAVES)
     except PondError:

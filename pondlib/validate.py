@@ -33,7 +33,7 @@ Example:
     >>> as_int_array([3.0, -2], "counts", lo=0, hi=15)
     Traceback (most recent call last):
     ...
-    pondlib.errors.PondError: counts: values out of range: got -2 at index (1,), expected integers in [0, 15]. Fix: ...
+    pondlib.errors.PondError: counts: values out of range: got -2 at index (1,) (counts[1]), expected integers ...
     >>> saturating_cast([1e30, -1e30, 3.7], np.int8).tolist()
     [127, -128, 4]
 """
@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.errors import PondError
+from pondlib.errors import PondError, short_int
 
 __all__ = [
     "check_type",
@@ -64,7 +64,15 @@ __all__ = [
     "saturating_cast",
     "check_readable_file",
     "check_writable_file",
+    "check_elements",
+    "check_file_size",
+    "resolve_inside",
+    "check_c_name",
+    "check_npy_sizes",
+    "index_text",
     "F32_MAX",
+    "MAX_ELEMENTS",
+    "MAX_FILE_BYTES",
     "I32_MIN",
     "I32_MAX",
 ]
@@ -73,6 +81,11 @@ __all__ = [
 F32_MAX = float(np.finfo(np.float32).max)
 #: The int32 range (JAX's default integer width).
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+#: The size budget of one tensor a loader may allocate (elements): every loader (ONNX, NIR, ``.pond``
+#: archives, configuration files, DRAM images) checks a *declared* size against it before allocating.
+MAX_ELEMENTS = 2**28
+#: The size budget of one file a loader reads whole (bytes).
+MAX_FILE_BYTES = 2**31
 
 ErrorType = type[PondError]
 
@@ -94,6 +107,29 @@ def _bounds_text(lo: Any, hi: Any, lo_open: bool = False, hi_open: bool = False)
 
 def _type_name(value: Any) -> str:
     return type(value).__name__
+
+
+def _number_text(value: Any) -> str:
+    """A number as a short text: integers beyond 10**15 (and the floats they came from) in scientific form,
+    so that ``1e300`` is never printed as a 301-digit integer."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and abs(int(value)) >= 10**15:
+        return short_int(int(value))
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def index_text(name: str, arr: np.ndarray, idx: tuple[int, ...]) -> str:
+    """The element ``arr[idx]`` named for a message: ``"nan at index (1, 2) (weights[1, 2])"``.
+
+    Example:
+        >>> index_text("weights", np.array([[0.0, 1.0, 2.0], [0.0, 1.0, np.nan]]), (1, 2))
+        'nan at index (1, 2) (weights[1, 2])'
+    """
+    value = arr[idx]
+    shown = value.item() if isinstance(value, np.generic) else value
+    if isinstance(shown, float) and shown.is_integer() and abs(shown) < 10**15:
+        shown = int(shown)
+    label = name.split(":")[0].strip() or "array"
+    return f"{_number_text(shown)} at index {idx} ({label}[{', '.join(str(i) for i in idx)}])"
 
 
 def check_type(
@@ -164,13 +200,15 @@ def check_int(
             where,
             fix or "pass a whole number",
         )
+    given = value
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value) or not float(value).is_integer():
             raise _fail(error, name, value, expect, where, fix or "pass a whole number")
         value = int(value)
     value = int(value)
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise _fail(error, name, value, expect, where, fix or f"pass an integer {_bounds_text(lo, hi)}")
+        shown = given if isinstance(given, (float, np.floating)) else _number_text(value)
+        raise _fail(error, name, shown, expect, where, fix or f"pass an integer {_bounds_text(lo, hi)}")
     return value
 
 
@@ -233,6 +271,16 @@ def check_choice(
 ) -> Any:
     """``value`` when it is one of ``choices``."""
     choices = tuple(choices)
+    kinds = {type(c) for c in choices}
+    if len(kinds) == 1 and str in kinds and not isinstance(value, str):
+        raise _fail(
+            error,
+            name,
+            f"a {_type_name(value)}" + (f" ({value!r})" if isinstance(value, numbers.Number) else ""),
+            f"a str, one of {list(choices)}",
+            where,
+            fix or f"pass one of the names {list(choices)}",
+        )
     try:
         ok = value in choices
     except (TypeError, ValueError):  # unhashable or array-valued
@@ -289,10 +337,11 @@ def _check_layout(
             fix or "pass the real part explicitly (np.real) if that is what you mean",
         )
     if kind not in "biuf":
+        what = {"U": " (strings)", "S": " (bytes)", "O": " (Python objects)", "M": " (dates)", "m": " (durations)"}
         raise _fail(
             error,
             name,
-            f"dtype {value.dtype}",
+            f"dtype {value.dtype}{what.get(kind, '')}",
             "a numeric (bool, integer or float) array",
             where,
             fix or "convert the data to numbers first",
@@ -328,7 +377,7 @@ def _check_float_values(
     if not finite.all():
         idx = tuple(int(i) for i in np.argwhere(~finite)[0])
         raise _fail(
-            error, name, f"{value[idx]} at index {idx}", "finite values", where, fix or "remove NaN and infinite values"
+            error, name, index_text(name, value, idx), "finite values", where, fix or "remove NaN and infinite values"
         )
     if float32 and value.dtype.itemsize > 4:
         big = np.abs(value) > F32_MAX
@@ -337,7 +386,7 @@ def _check_float_values(
             raise _fail(
                 error,
                 name,
-                f"{value[idx]} at index {idx}",
+                index_text(name, value, idx),
                 f"|values| <= {F32_MAX:.4g} (float32)",
                 where,
                 fix or "scale the values into float32 range",
@@ -408,7 +457,7 @@ def as_float_array(
             raise _fail(
                 kwargs.get("error", PondError),
                 f"{name}: values out of range",
-                f"{arr[idx]} at index {idx}",
+                index_text(name, arr, idx),
                 f"values {_bounds_text(lo, hi)}",
                 kwargs.get("where"),
                 kwargs.get("fix") or f"keep every value {_bounds_text(lo, hi)}",
@@ -438,7 +487,7 @@ def as_int_array(
             raise _fail(
                 error,
                 f"{name}: non-integer values",
-                f"{arr[idx]} at index {idx}",
+                index_text(name, arr, idx),
                 "whole numbers",
                 where,
                 kwargs.get("fix") or "round or quantize the values first",
@@ -450,13 +499,10 @@ def as_int_array(
         bad = (arr < lo_eff) | (arr > hi_eff)
         if bad.any():
             idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            shown = arr[idx].item()
-            if isinstance(shown, float) and shown.is_integer():
-                shown = int(shown)
             raise _fail(
                 error,
                 f"{name}: values out of range",
-                f"{shown} at index {idx}",
+                index_text(name, arr, idx),
                 f"integers in [{lo_eff}, {hi_eff}]",
                 where,
                 kwargs.get("fix") or f"keep every value within [{lo_eff}, {hi_eff}]",
@@ -546,3 +592,206 @@ def check_writable_file(path: Any, name: str = "file", *, error: ErrorType = Pon
             "create the directory first",
         )
     return p
+
+
+def check_elements(
+    shape: Any,
+    name: str,
+    *,
+    budget: int = MAX_ELEMENTS,
+    where: str | None = None,
+    error: ErrorType = PondError,
+    fix: str | None = None,
+) -> int:
+    """The element count of a *declared* shape, checked against ``budget`` before anything is allocated.
+
+    Every loader calls it on the sizes a file declares (a tensor header, an array's shape, a count field):
+    a hostile or corrupted file cannot make pondlib allocate more than :data:`MAX_ELEMENTS` elements per
+    tensor. Negative or non-integer sizes are refused too. The product is computed in Python integers
+    (no overflow) and stops as soon as it exceeds the budget (bounded work for any number of dimensions).
+
+    Example:
+        >>> check_elements((3, 4), "weight")
+        12
+        >>> check_elements((1, 10**12), "input x", where="model.onnx")
+        Traceback (most recent call last):
+        ...
+        pondlib.errors.PondError: model.onnx: input x size: got shape (1, 1000000000000) = 1000000000000 elements, ...
+    """
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if len(dims) > 64:
+        raise _fail(error, f"{name} rank", len(dims), "at most 64 dimensions", where, fix or "check the file")
+    total = 1
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or int(d) < 0:
+            raise _fail(
+                error, f"{name} size", f"shape {dims}", "non-negative integer sizes", where, fix or "check the file"
+            )
+        total *= int(d)  # at most 64 products of Python integers: bounded
+    if total > budget:
+        raise _fail(
+            error,
+            f"{name} size",
+            f"shape {tuple(int(d) for d in dims)} = {_number_text(total) if total >= 10**15 else total} elements",
+            f"at most {budget} elements (the loader's size budget)",
+            where,
+            fix or "check the declared sizes (a corrupted or hostile file?); nothing was allocated",
+        )
+    return total
+
+
+def check_file_size(
+    path: Path, name: str = "file", *, budget: int = MAX_FILE_BYTES, error: ErrorType = PondError
+) -> int:
+    """The size in bytes of the file ``path``, checked against ``budget`` before it is read whole."""
+    size = Path(path).stat().st_size
+    if size > budget:
+        raise _fail(
+            error,
+            f"{name} size",
+            f"{size} bytes",
+            f"at most {budget} bytes (the loader's size budget)",
+            str(path),
+            "split the model or check the file",
+        )
+    return size
+
+
+def resolve_inside(
+    base: Any, location: Any, name: str = "external file", *, where: str | None = None, error: ErrorType = PondError
+) -> Path:
+    """``location`` (a path relative to the folder ``base``) resolved inside ``base``, or an error.
+
+    The rule for files a model refers to (ONNX external data): a location is resolved against the
+    *model's* folder, never the working directory, and must stay inside it after every ``..`` and symbolic
+    link is resolved. Absolute paths, paths with NUL bytes, paths that escape the folder (``../x``,
+    a link pointing outside) and locations that are not regular files are refused.
+
+    Example:
+        >>> resolve_inside("/tmp", "../etc/passwd", "external data", where="model.onnx")
+        Traceback (most recent call last):
+        ...
+        pondlib.errors.PondError: model.onnx: external data location: got '../etc/passwd', expected a relative \
+path inside the model's folder /tmp. Fix: ...
+    """
+    root = Path(base).resolve()
+    limit = f"a relative path inside the model's folder {root}"
+    fix = "keep the external data files next to the model (onnx.save(..., location='name.bin'))"
+    if not isinstance(location, str) or not location or "\0" in location or os.path.isabs(location):
+        raise _fail(error, f"{name} location", repr(location), limit, where, fix)
+    target = (root / location).resolve()
+    if target != root and root not in target.parents:
+        raise _fail(error, f"{name} location", repr(location), limit, where, fix)
+    if not target.is_file():
+        raise _fail(error, f"{name} not found", repr(location), f"a file in {root}", where, fix)
+    return target
+
+
+#: Generated C program names: lower case (the harness derives the upper-case macro prefix from it), at most
+#: this many characters (file names and symbols stay short on every file system and linker).
+C_NAME_MAX = 48
+
+
+def check_c_name(
+    name: Any,
+    what: str = "name",
+    *,
+    reserved: Iterable[str] = (),
+    reserved_prefixes: Iterable[str] = (),
+    max_len: int = C_NAME_MAX,
+    error: ErrorType = PondError,
+) -> str:
+    """``name`` when it is a lower-case C identifier (``[a-z][a-z0-9_]*``, at most ``max_len`` characters),
+    not in ``reserved`` and not starting with one of ``reserved_prefixes``; else an error naming the rule.
+
+    Example:
+        >>> check_c_name("digits_net", "program name")
+        'digits_net'
+        >>> check_c_name("main", "program name", reserved=("main",))
+        Traceback (most recent call last):
+        ...
+        pondlib.errors.PondError: program name: got 'main', expected a C identifier that is not reserved ...
+    """
+    import re
+
+    fix = "pass a short lower-case name such as name='net'"
+    if not isinstance(name, str):
+        raise _fail(error, what, f"a {_type_name(name)}", "a str (a C identifier)", None, fix)
+    shown = name if len(name) <= 60 else name[:57] + "..."
+    if len(name) > max_len:
+        raise _fail(
+            error,
+            what,
+            f"{len(name)} characters ({shown!r})",
+            f"a C identifier of at most {max_len} characters",
+            None,
+            fix,
+        )
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise _fail(
+            error,
+            what,
+            repr(shown),
+            "a lower-case C identifier: letters, digits and _, starting with a letter",
+            None,
+            fix,
+        )
+    reserved = tuple(reserved)
+    if name in reserved:
+        limit = "a C identifier that is not reserved (it would collide with a keyword, the harness or a C header)"
+        raise _fail(error, what, repr(name), limit, None, fix)
+    for prefix in reserved_prefixes:
+        if name.startswith(prefix):
+            raise _fail(error, what, repr(name), f"a C identifier not starting with {prefix!r} (reserved)", None, fix)
+    return name
+
+
+def check_npy_sizes(path: Any, name: str = "file", *, error: ErrorType = PondError) -> None:
+    """The declared shape of a ``.npy`` file, or of every array in a ``.npz`` archive, checked against
+    :data:`MAX_ELEMENTS` (and the archive's members against :data:`MAX_FILE_BYTES`) before ``np.load``
+    allocates them: numpy allocates an array of the header's shape before it reads a byte of it.
+
+    A file whose headers cannot be read is left to ``np.load``, whose failure the caller reports.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.npy"
+        >>> np.save(p, np.zeros((2, 3)))
+        >>> check_npy_sizes(p, "input") is None
+        True
+    """
+    import zipfile
+    import zlib
+
+    p = Path(path)
+    check_file_size(p, name, error=error)
+    try:
+        if zipfile.is_zipfile(p):
+            with zipfile.ZipFile(p) as zf:
+                for info in zf.infolist()[:4096]:
+                    if info.file_size > MAX_FILE_BYTES:
+                        raise _fail(error, f"{name} member {info.filename[:60]!r} size", f"{info.file_size} bytes",
+                                    f"at most {MAX_FILE_BYTES} bytes (the loader's size budget)", str(p),
+                                    "check the file (corrupted or hostile?); nothing was read")  # fmt: skip
+                    with zf.open(info) as member:
+                        _check_npy_header(member, f"{name} member {info.filename[:60]!r}", str(p), error)
+        else:
+            with open(p, "rb") as fh:
+                _check_npy_header(fh, name, str(p), error)
+    except PondError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError):
+        return
+
+
+def _check_npy_header(fh: Any, name: str, where: str, error: ErrorType) -> None:
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(fh)
+        if version not in ((1, 0), (2, 0)):
+            return  # np.load refuses or reads it (version 3 differs only in its field names' encoding)
+        read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape = read(fh)[0]
+    except (ValueError, EOFError, SyntaxError, TypeError, OverflowError, RecursionError):
+        return  # not a .npy header: np.load says so
+    check_elements(tuple(shape), name, where=where, error=error)

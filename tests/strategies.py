@@ -26,6 +26,8 @@ __all__ = [
     "ragged_lists",
     "assert_pond_error",
     "assert_trees_close",
+    "byte_mutations",
+    "assert_pond_error_or",
 ]
 
 #: NaN and both infinities.
@@ -131,3 +133,38 @@ def assert_trees_close(ref, got, rtol: float) -> None:
         scale = max(float(np.max(np.abs(a))), 1e-6 * overall, 1e-30)
         err = float(np.max(np.abs(a - b))) / scale
         assert err <= rtol, f"{jax.tree_util.keystr(path)}: relative error {err:.3g}"
+
+
+def byte_mutations(data: bytes, max_edits: int = 4) -> st.SearchStrategy:
+    """``data`` (a real file's bytes) mutated byte by byte: up to ``max_edits`` bytes overwritten, deleted or
+    inserted, or the file truncated; structured fuzzing of loaders (each result must load or be refused)."""
+    n = len(data)
+    edit = st.tuples(st.sampled_from(("set", "delete", "insert", "flip")), st.integers(0, n - 1), st.integers(0, 255))
+
+    def apply(edits: list, cut: int | None) -> bytes:
+        out = bytearray(data)
+        for kind, pos, value in edits:
+            pos = min(pos, len(out) - 1)
+            if pos < 0:
+                break
+            if kind == "set":
+                out[pos] = value
+            elif kind == "delete":
+                del out[pos]
+            elif kind == "insert":
+                out.insert(pos, value)
+            else:
+                out[pos] ^= 1 << (value % 8)
+        return bytes(out if cut is None else out[:cut])
+
+    return st.builds(apply, st.lists(edit, min_size=1, max_size=max_edits), st.none() | st.integers(0, n))
+
+
+def assert_pond_error_or(fn, check, *args, **kwargs) -> None:
+    """Call ``fn``: it must either raise a :class:`PondError` or return a value for which ``check`` holds
+    (``check`` asserts what an accepted input gives: the right type, an equal object)."""
+    try:
+        value = fn(*args, **kwargs)
+    except PondError:
+        return
+    check(value)

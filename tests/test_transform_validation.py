@@ -149,9 +149,16 @@ def test_huge_thresholds_and_biases_clip_never_wrap(quantize):
     spec = spec_of(threshold=np.array([1e300, -1e300, 1.0, 1e10]), bias_out=np.array([1.7e308, -1.7e308]))
     out = quantize(spec)
     assert_sound(out, spec)
-    assert out.threshold[:2].tolist() == [32767, -32768]
-    assert out.bias_out.tolist() == [32767, -32768]
-    assert out.quantization.clipped["threshold"] >= 2 and out.quantization.clipped["bias_out"] == 2
+    # issue 34: these used to be capped alone ([32767, -32768], counted as clipped), which changed the
+    # dynamics; now the scale shrinks so that they fit (weights with it) and the lost resolution is reported
+    assert out.threshold[:2].tolist() == [32767, -32767]
+    top = 127 if quantize is global_quantize else 32767  # global: a bias above every weight lands on 127
+    assert out.bias_out.tolist() == [top, -top]
+    assert out.quantization.clipped["bias_out"] == 0
+    # global: thresholds 1 and 1e10 at the scale of 1e300 round to 0 and are raised to 1 (counted)
+    raised = 2 if quantize is global_quantize else 0
+    assert out.quantization.clipped["threshold"] == raised
+    assert np.max(out.quantization.resolution_lost["output"]) > 1000  # 1.7e308 against weights ~1: ~1000 bits
 
 
 @pytest.mark.parametrize("quantize", QUANTIZERS)

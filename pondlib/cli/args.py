@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import zipfile
 import zlib
 from pathlib import Path
 from typing import Any
 
 from pondlib.errors import ConstraintError, PondError
-from pondlib.validate import as_array, as_float_array, as_int_array, check_writable_file
+from pondlib.validate import as_array, as_float_array, as_int_array, check_npy_sizes, check_writable_file
 
 __all__ = [
     "UsageError",
@@ -60,7 +61,14 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser that raises :class:`UsageError` instead of printing usage and exiting."""
+    """An argument parser that raises :class:`UsageError` instead of printing usage and exiting.
+
+    A value that starts with ``-`` and a digit (``--memory -1KB``, ``--dt -1e-3``) is read as the option's
+    value, so that the option's own check names it (plain argparse takes it for an unknown option)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d[\w.+-]*$")
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
@@ -119,6 +127,7 @@ def load_array(path: str, what: str, flag: str) -> Any:
         raise PondError(f"{what} file not found", where=str(p), fix=f"pass an existing .npy file with {flag}")
     if not p.is_file():
         raise PondError(f"{what} file is not a regular file", where=str(p), fix=f"pass a .npy file with {flag}")
+    check_npy_sizes(p, what)  # the declared shape against the size budget, before np.load allocates it
     try:
         arr = np.load(p, allow_pickle=False)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:

@@ -213,7 +213,8 @@ def _map_chain(console: Any, args: argparse.Namespace, device: Any, path: Path) 
     if any(n.op_type == "QuantizeLinear" for n in model.graph.node):
         qm = ox.load_qdq(model)
         console.print(f"[bold]model[/]: {path} (ONNX QDQ, {len(qm.layers)} integer layers)", highlight=False)
-        mapped = device.map_qdq(qm, args.limits)
+        extra = device_options(args, device, "map-onnx", "--device")  # a device's options for ONNX models
+        mapped = device.map_qdq(qm, args.limits, **{k: v for k, v in extra.items() if v is not None})
         for line in device.describe_dnn(mapped):
             console.print(line, highlight=False)
         notes(console, list(qm.notes), "ONNX import")
@@ -222,11 +223,19 @@ def _map_chain(console: Any, args: argparse.Namespace, device: Any, path: Path) 
     console.print(f"[bold]model[/]: {path} (ONNX opset {fm.opset}, {len(fm.layers)} layers)", highlight=False)
     notes(console, list(fm.notes), "ONNX import")
     if args.calibration is not None:
-        calib = load_floats(args.calibration, "calibration", "--calibration")
+        calib = load_floats(args.calibration, "calibration", "--calibration", ndim=None)
+        n_in = int(np.prod(fm.input_shape))
+        if calib.ndim < 2 or calib[0].size != n_in:  # a PondError, not an ONNXError: no graph-path retry
+            raise PondError(
+                "calibration shape", value=tuple(calib.shape), limit=f"(B, {n_in}) or (B, *{tuple(fm.input_shape)})",
+                where=str(args.calibration), fix="pass --calibration X.npy with one column per model input feature",
+            )  # fmt: skip
     else:
         calib = np.random.default_rng(0).random((32, *fm.input_shape))
         notes(console, ["calibrated on synthetic uniform [0, 1) input: pass --calibration X.npy"], "note")
-    mapped = device.map_onnx(fm, calib, args.limits)
+    extra = device_options(args, device, "map-onnx", "--device")  # a device's options for ONNX models
+    mapped = device.map_onnx(fm, calib, args.limits, **{k: v for k, v in extra.items() if v is not None})
+    notes(console, list(mapped.notes), "mapper note")
     for line in device.describe_dnn(mapped):
         console.print(line, highlight=False)
     return mapped

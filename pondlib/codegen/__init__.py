@@ -37,6 +37,7 @@ from pondlib.cprogram import (
     build_program,
     plan_arena,
 )
+from pondlib.cprogram.program import check_program_name
 from pondlib.devices import registry
 from pondlib.errors import CodegenError
 from pondlib.validate import check_choice
@@ -80,15 +81,17 @@ def generate(model: Any, numerics: str = FLOAT32, *, name: str = "net", **option
         model: a ``pondlib.nn`` network (``float32``), or a configuration of the device named by
             ``numerics`` (each device's ``codegen.emit`` docstring lists what it takes).
         numerics: one of :func:`numerics`.
-        name: the C prefix of every symbol and the file stem.
+        name: the C prefix of every symbol and the file stem: lower case, at most 48 characters, not ``main``,
+            a C keyword, a standard header's stem or ``pond_*`` (``pondlib.cprogram.program.check_program_name``).
         options: passed to the emitter.
 
     Raises:
-        CodegenError: an unknown ``numerics`` (the message lists them); the model cannot be emitted
+        CodegenError: an unknown ``numerics`` (the message lists them); a refused ``name``; the model cannot be emitted
             faithfully (an unsupported node names itself and what is supported; an integer path that
             could overflow is refused).
     """
     numerics = check_choice(numerics, "numerics", globals()["numerics"](), error=CodegenError)
+    check_program_name(name)  # reserved names, case, length: refused before any C is emitted
     if numerics == FLOAT32:
         from pondlib.codegen.float32 import emit
 

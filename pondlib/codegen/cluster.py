@@ -14,18 +14,19 @@ sources for 1..8 cores) and the ``POND_L1`` buffers in the ``.l1`` section at
   its own MMIO page at :data:`~pondlib.cprogram.cluster.MMIO_BASE`, whose word 0 holds its index
   (``pond_core_id()`` reads it).
 * **Registers.** A memory-write hook on each core's MMIO page implements the runtime's registers (32-bit word
-  offsets, :data:`~pondlib.cprogram.cluster.REGISTERS`): ``barrier`` (1) records the core's arrival and stops
-  that core; ``dma_dst`` (2) / ``dma_src`` (3) are remembered; ``dma_bytes`` (4) starts a transfer (its ranges
-  checked at once) and counts its bytes as *in* (to L1 from elsewhere), *out* (from L1 to elsewhere) or
-  *other* (L1 to L1, L2 to L2); ``dma_wait`` (5) completes every pending transfer; ``profile`` (6) records a
-  marker with every core's instruction count, the cluster time and the DMA totals at that point. Any other
-  word (and every access that is not one aligned 32-bit store) is refused.
-* **DMA, asynchronous.** A transfer's bytes are copied when it is *waited for*, not when it starts: a kernel
-  that reads a destination before ``pond_dma_wait()`` reads the old bytes, and one that overwrites a source
-  before the wait sends the new ones, so a missing wait changes the outputs instead of passing unnoticed; a
-  transfer still pending when the step returns is a :class:`CodegenError`. Its time: one engine serves the
-  transfers in order, each taking ``S + n / W`` cycles (``dma_setup_cycles`` ``S``, ``dma_bytes_per_cycle``
-  ``W``), starting when it is issued or when the engine is free, whichever is later:
+  offsets, :data:`~pondlib.cprogram.cluster.REGISTERS`): ``barrier`` (1) records the core's arrival and stops that
+  core; ``dma_dst`` (2) / ``dma_src`` (3) (and for a 2-D transfer ``dma_rows`` (7), ``dma_src_stride`` (8),
+  ``dma_dst_stride`` (9)) are remembered; ``dma_bytes`` (4) starts a transfer, ``dma_bytes_2d`` (10) a 2-D one of
+  ``rows`` rows of that many bytes (its ranges checked at once), and counts its bytes as *in* (to L1 from
+  elsewhere), *out* (from L1 to elsewhere) or *other* (L1 to L1, L2 to L2); ``dma_wait`` (5) completes every pending
+  transfer; ``profile`` (6) records a marker with every core's instruction count, the cluster time and the DMA
+  totals at that point. Any other word (and every access that is not one aligned 32-bit store) is refused.
+* **DMA, asynchronous.** A transfer's bytes are copied when it is *waited for*, not when it starts: a kernel that
+  reads a destination before ``pond_dma_wait()`` reads the old bytes, and one that overwrites a source before the
+  wait sends the new ones, so a missing wait changes the outputs instead of passing unnoticed; a transfer still
+  pending when the step returns is a :class:`CodegenError`. Its time: one engine serves the transfers in order, each
+  taking ``S + n / W`` cycles (``n`` its bytes, all rows of a 2-D transfer: ``dma_setup_cycles`` ``S``,
+  ``dma_bytes_per_cycle`` ``W``), starting when it is issued or when the engine is free, whichever is later:
 
   .. math::
 
@@ -124,6 +125,7 @@ L3_BYTES_PER_CYCLE = 1.0
 BARRIER_CYCLES = 4.0
 
 _WORD = {offset: name for name, offset in REGISTERS.items()}
+_DMA_FIELDS = {"dma_dst": 0, "dma_src": 1, "dma_rows": 2, "dma_src_stride": 3, "dma_dst_stride": 4}
 
 
 def _check_cores(cores: Any, where: str) -> int:
@@ -326,7 +328,7 @@ class _Core:
         self.pc = 0
         self.stop_pc: int | None = None
         self.error: CodegenError | None = None
-        self.dma = [0, 0]  # destination, source
+        self.dma = [0, 0, 1, 0, 0]  # destination, source, rows, source stride, destination stride (2-D)
         self.phase_start = 0  # the count when the current barrier phase began
         self.stall = 0.0  # cycles stalled on the DMA in the current phase
         self.uc.hook_add(UC_HOOK_BLOCK, self._on_block)
@@ -343,10 +345,13 @@ class _Core:
     def _on_mmio(self, uc: Any, _access: int, address: int, size: int, value: int, _user: Any) -> None:
         word, pc = (address - MMIO_BASE) // 4, uc.reg_read(self._pc)
         name = _WORD.get(word) if size == 4 and address % 4 == 0 else None
-        if name in ("dma_dst", "dma_src"):
-            self.dma[name == "dma_src"] = value & 0xFFFF_FFFF
+        if name in _DMA_FIELDS:
+            self.dma[_DMA_FIELDS[name]] = value & 0xFFFF_FFFF
         elif name == "dma_bytes":
             self.error = self.cluster.dma(self, self.dma[0], self.dma[1], value & 0xFFFF_FFFF, self.exact_count(pc))
+        elif name == "dma_bytes_2d":
+            d = self.dma
+            self.error = self.cluster.dma(self, d[0], d[1], value & 0xFFFF_FFFF, self.exact_count(pc), d[2], d[3], d[4])
         elif name == "dma_wait":
             self.cluster.dma_wait(self, self.exact_count(pc))
         elif name == "barrier":
@@ -416,7 +421,8 @@ class _Cluster:
         self.setup, self.bandwidth, self.barrier_cycles, self.l3_bandwidth = timing
         self.clock = 0.0  # the cluster time when the current phase began (cycles since the step began)
         self.engine_free = 0.0  # when the DMA engine finishes its last transfer
-        self.pending: list[tuple[Any, int, Any, int, int, float]] = []  # (target, off, source, off, n, end)
+        # (target, off, source, off, row bytes, rows, target stride, source stride, end)
+        self.pending: list[tuple[Any, int, Any, int, int, int, int, int, float]] = []
         self.wait_cycles = 0.0
         # (marker, counts, time, dma in, dma out)
         self.events: list[tuple[int, list[int], float, int, int]] | None = None
@@ -429,25 +435,30 @@ class _Cluster:
             n = self._lengths[key] = _count_instructions(bytes(uc.mem_read(address, size)), False)
         return n
 
-    def dma(self, core: _Core, dst: int, src: int, n: int, count: int) -> CodegenError | None:
-        """Start a transfer of ``n`` bytes from ``src`` to ``dst`` issued after ``count`` instructions of
-        ``core`` (copied at the next wait) and count it; an error for an unmapped range."""
-        source, target = self.memory.locate(src, n), self.memory.locate(dst, n)
-        if source is None or target is None:
+    def dma(
+        self, core: _Core, dst: int, src: int, n: int, count: int, rows: int = 1, s_stride: int = 0, d_stride: int = 0
+    ) -> CodegenError | None:
+        """Start a transfer of ``rows`` rows of ``n`` bytes from ``src`` to ``dst`` (row ``r`` at ``src + r
+        s_stride`` / ``dst + r d_stride``) issued after ``count`` instructions of ``core`` (copied at the next
+        wait) and count it; an error for an unmapped range."""
+        s_span, d_span = (rows - 1) * s_stride + n, (rows - 1) * d_stride + n
+        source, target = self.memory.locate(src, s_span), self.memory.locate(dst, d_span)
+        if source is None or target is None or rows < 1:
             return CodegenError(
                 f"emulated core {core.index} started a DMA transfer outside memory",
-                value=f"{n} bytes from {src:#x} to {dst:#x}",
+                value=f"{rows} row(s) of {n} bytes from {src:#x} (stride {s_stride}) to {dst:#x} (stride {d_stride})",
                 limit=self.memory._describe(),
-                fix="pass pond_dma_start(dst, src, bytes) buffers of at least that many bytes",
+                fix="pass pond_dma_start(dst, src, bytes) / pond_dma_start_2d(...) buffers that hold every row",
             )
         (sbuf, soff), (tbuf, toff) = source, target
         start = max(core.time(count), self.engine_free)
         from_l3 = self.memory.in_l3(src)
-        self.engine_free = start + self.setup + n / (self.l3_bandwidth if from_l3 else self.bandwidth)
-        self.dma_bytes["l3"] += n if from_l3 else 0
-        self.pending.append((tbuf, toff, sbuf, soff, n, self.engine_free))
+        total = rows * n
+        self.engine_free = start + self.setup + total / (self.l3_bandwidth if from_l3 else self.bandwidth)
+        self.dma_bytes["l3"] += total if from_l3 else 0
+        self.pending.append((tbuf, toff, sbuf, soff, n, rows, d_stride, s_stride, self.engine_free))
         into, outof = self.memory.in_l1(dst), self.memory.in_l1(src)
-        self.dma_bytes["in" if into and not outof else "out" if outof and not into else "other"] += n
+        self.dma_bytes["in" if into and not outof else "out" if outof and not into else "other"] += total
         self.transfers += 1
         return None
 
@@ -455,8 +466,10 @@ class _Cluster:
         """Complete every pending transfer (copy its bytes, in issue order); stall ``core`` until the last ends."""
         if not self.pending:
             return
-        for tbuf, toff, sbuf, soff, n, _ in self.pending:
-            tbuf[toff : toff + n] = sbuf[soff : soff + n]
+        for tbuf, toff, sbuf, soff, n, rows, d_stride, s_stride, _ in self.pending:
+            for r in range(rows):
+                t, s = toff + r * d_stride, soff + r * s_stride
+                tbuf[t : t + n] = sbuf[s : s + n]
         stall = max(0.0, self.pending[-1][-1] - core.time(count))
         core.stall += stall
         self.wait_cycles += stall
@@ -488,7 +501,7 @@ class _Cluster:
                 if self.pending:
                     raise CodegenError(
                         f"emulated {symbol} returned with {len(self.pending)} DMA transfer(s) never waited for",
-                        value=f"{sum(p[4] for p in self.pending)} bytes pending",
+                        value=f"{sum(p[4] * p[5] for p in self.pending)} bytes pending",
                         limit="every pond_dma_start() completed by a pond_dma_wait() before the step returns",
                         fix="call pond_dma_wait() after the last transfer (and before reading its destination)",
                     )

@@ -294,7 +294,16 @@ def _compile(cmd: list[str], out: Path, env: dict[str, str], name: str, target: 
     )
 
 
+def _require(module: str) -> None:
+    """Refuse with a CodegenError naming the extra when a package of the cross toolchain is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise CodegenError("cross target", value=f"{module} not installed", fix='pip install "pondlib[cross]"')
+
+
 def _sections(elf: Path) -> dict[str, tuple[int, int]]:
+    _require("elftools")
     from elftools.elf.constants import SH_FLAGS
     from elftools.elf.elffile import ELFFile
 
@@ -313,6 +322,7 @@ def _page(n: int) -> int:
 
 def _load_elf(elf: Path) -> tuple[dict[str, int], list[tuple[int, bytes, int]]]:
     """The ELF's symbols (name -> address) and allocated sections ``(address, data, size)`` (no data: NOBITS)."""
+    _require("elftools")
     from elftools.elf.constants import SH_FLAGS
     from elftools.elf.elffile import ELFFile
     from elftools.elf.sections import SymbolTableSection
@@ -362,6 +372,7 @@ class _Machine:
     """The ELF loaded into a unicorn CPU, with the addresses of the driver's symbols."""
 
     def __init__(self, build: CrossBuild) -> None:
+        _require("unicorn")
         from unicorn import (
             UC_ARCH_ARM,
             UC_ARCH_RISCV,

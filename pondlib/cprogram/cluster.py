@@ -1,13 +1,13 @@
 r"""The cluster runtime of multi-core programs: SPMD cores over shared L1 and L2, barriers, one DMA engine.
 
 A program built for a cluster runs its step on ``POND_NUM_CORES`` cores (1..8): every core executes the same
-per-core function (``fn(x, y)``, reading its index with ``pond_core_id()``), the cores meet at
-``pond_barrier()``, and core 0 moves tiles between L2 and L1 with ``pond_dma_start(dst, src, bytes)`` /
-``pond_dma_wait()``. Buffers declared ``POND_L1`` live in the cluster's L1 (the ``.l1`` linker section of
-a freestanding build, plain memory on the host); constants declared ``POND_L3`` live in the off-chip L3
-(the ``.l3`` section at :data:`L3_BASE`: the emulated DMA reads it at the L3 rate). :func:`cluster_runtime`
-returns the C of the runtime, to be placed among a program's ``helpers``; the step body is
-``POND_CLUSTER_RUN(fn, x, y);``.
+per-core function (``fn(x, y)``, reading its index with ``pond_core_id()``), the cores meet at ``pond_barrier()``,
+and core 0 moves tiles between L2 and L1 with ``pond_dma_start(dst, src, bytes)`` (and ``pond_dma_start_2d(dst, src,
+row_bytes, rows, dst_stride, src_stride)``: ``rows`` rows in one transfer, as a cluster DMA's 2-D mode) /
+``pond_dma_wait()``. Buffers declared ``POND_L1`` live in the cluster's L1 (the ``.l1`` linker section of a
+freestanding build, plain memory on the host); constants declared ``POND_L3`` live in the off-chip L3 (the ``.l3``
+section at :data:`L3_BASE`: the emulated DMA reads it at the L3 rate). :func:`cluster_runtime` returns the C of the
+runtime, to be placed among a program's ``helpers``; the step body is ``POND_CLUSTER_RUN(fn, x, y);``.
 
 =====================  ================================================================================
 host (default)         one POSIX thread per core (``-pthread``), an atomic sense-reversing barrier,
@@ -39,7 +39,10 @@ MAX_CORES = 8
 #: The memory-mapped register page of the emulated cluster (one page per core: word 0 holds its index).
 MMIO_BASE = 0x1A00_0000
 #: Register name -> 32-bit word offset in the MMIO page.
-REGISTERS = {"core_id": 0, "barrier": 1, "dma_dst": 2, "dma_src": 3, "dma_bytes": 4, "dma_wait": 5, "profile": 6}
+REGISTERS = {
+    "core_id": 0, "barrier": 1, "dma_dst": 2, "dma_src": 3, "dma_bytes": 4, "dma_wait": 5, "profile": 6,
+    "dma_rows": 7, "dma_src_stride": 8, "dma_dst_stride": 9, "dma_bytes_2d": 10,
+}  # fmt: skip
 #: Where a freestanding build places ``.l1`` (the cluster's tightly coupled data memory).
 L1_BASE = 0x1000_0000
 #: The linker section of L1 buffers.

@@ -55,6 +55,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,7 +66,7 @@ import numpy as np
 
 from pondlib.cprogram.templating import render
 from pondlib.errors import CodegenError
-from pondlib.validate import check_writable_file
+from pondlib.validate import check_c_name, check_writable_file
 
 __all__ = [
     "CTYPES",
@@ -80,6 +81,10 @@ __all__ = [
     "plan_arena",
     "build_program",
     "c_identifier",
+    "check_program_name",
+    "RESERVED_NAMES",
+    "MAX_BUFFER_ELEMENTS",
+    "MAX_PROGRAM_BYTES",
     "c_literal",
     "format_array",
 ]
@@ -123,6 +128,38 @@ def c_identifier(name: Any, what: str = "name") -> str:
             fix="pass e.g. name='net'",
         )
     return name
+
+
+#: Program names that would collide with the harness or the C library: ``main`` (``main.c`` is the
+#: harness), the stems of the standard headers the sources and the cross build include (``<name>.h`` would
+#: shadow them), the C keywords. Names starting with ``pond_`` are reserved too (the cross driver's and the
+#: cluster runtime's symbols: ``pond_driver``, ``pond_x``, ``pond_step``, ...).
+RESERVED_NAMES = tuple(sorted(_C_KEYWORDS)) + (
+    "main", "assert", "complex", "ctype", "errno", "fenv", "float", "inttypes", "iso646", "limits", "locale",
+    "math", "pthread", "setjmp", "signal", "stdalign", "stdarg", "stdatomic", "stdbool", "stddef", "stdint",
+    "stdio", "stdlib", "stdnoreturn", "string", "tgmath", "threads", "time", "uchar", "wchar", "wctype",
+)  # fmt: skip
+#: Elements of one buffer (larger ones are refused before any C is written).
+MAX_BUFFER_ELEMENTS = 2**28
+#: Flash plus RAM of one program in bytes: static data beyond 2 GiB does not link in the default code model.
+MAX_PROGRAM_BYTES = 2**31 - 1
+
+
+def check_program_name(name: Any) -> str:
+    """``name`` when it can prefix every symbol and name the files of a generated program, else
+    :class:`~pondlib.errors.CodegenError`: lower case (the macros use its upper-case form and the cross
+    driver substitutes it as text), at most :data:`~pondlib.validate.C_NAME_MAX` characters, not one of
+    :data:`RESERVED_NAMES`, not starting with ``pond_``.
+
+    Example:
+        >>> check_program_name("digits_net")
+        'digits_net'
+        >>> check_program_name("pond_driver")
+        Traceback (most recent call last):
+        ...
+        pondlib.errors.CodegenError: program name: got 'pond_driver', expected a C identifier not starting with ...
+    """
+    return check_c_name(name, "program name", reserved=RESERVED_NAMES, reserved_prefixes=("pond_",), error=CodegenError)
 
 
 def c_literal(value: Any, ctype: str) -> str:
@@ -171,16 +208,21 @@ def format_array(values: Iterable[Any], ctype: str, per_line: int = 16, indent: 
 
 @dataclass(frozen=True)
 class Constant:
-    """A ``static const`` array in flash: ``values`` (any shape, stored flat, C order) of ``ctype``."""
+    """A ``static const`` array in flash: ``values`` (any shape, stored flat, C order) of ``ctype``;
+    ``memory="L3"`` places it in the ``.l3`` section of a freestanding build (the off-chip L3 of a cluster:
+    :mod:`pondlib.cprogram.cluster`), plain flash on the host."""
 
     name: str
     ctype: str
     values: Any
+    memory: str = ""
 
     def __post_init__(self) -> None:
         c_identifier(self.name, "constant name")
         if self.ctype not in CTYPES:
             raise CodegenError("constant C type", value=self.ctype, limit=sorted(CTYPES), where=self.name)
+        if self.memory not in ("", "L3"):
+            raise CodegenError("constant memory", value=self.memory, limit="'' (flash) or 'L3'", where=self.name)
 
     @property
     def count(self) -> int:
@@ -191,7 +233,22 @@ class Constant:
         return max(1, self.count) * CTYPES[self.ctype][1]
 
     def declaration(self) -> str:
-        return f"static const {self.ctype} {self.name}[{max(1, self.count)}] = {format_array(self.values, self.ctype)};"
+        where = f" {_L3_ATTRIBUTE}" if self.memory == "L3" else ""
+        values = format_array(self.values, self.ctype)
+        text = f"static const {self.ctype} {self.name}[{max(1, self.count)}]{where} = {values};"
+        return (_L3_MACRO + text) if where else text
+
+
+#: The attribute of an L3 constant (a macro: the ``.l3`` section when freestanding, nothing on the host).
+_L3_ATTRIBUTE = "POND_L3"
+_L3_MACRO = """#ifndef POND_L3
+#ifdef POND_FREESTANDING
+#define POND_L3 __attribute__((section(".l3"), aligned(8)))
+#else
+#define POND_L3
+#endif
+#endif
+"""
 
 
 @dataclass(frozen=True)
@@ -218,8 +275,9 @@ class Buffer:
         c_identifier(self.name, "buffer name")
         if self.ctype not in CTYPES:
             raise CodegenError("buffer C type", value=self.ctype, limit=sorted(CTYPES), where=self.name)
-        if not isinstance(self.count, (int, np.integer)) or self.count < 1:
-            raise CodegenError("buffer size", value=self.count, limit="an integer >= 1", where=self.name)
+        if not isinstance(self.count, (int, np.integer)) or not 1 <= self.count <= MAX_BUFFER_ELEMENTS:
+            raise CodegenError("buffer size", value=self.count, limit=f"an integer in [1, {MAX_BUFFER_ELEMENTS}]",
+                               where=self.name, fix="split the layer or use a smaller model")  # fmt: skip
         if self.kind not in ("state", "scratch"):
             raise CodegenError("buffer kind", value=self.kind, limit="'state' or 'scratch'", where=self.name)
         if self.kind == "scratch":
@@ -370,12 +428,24 @@ class Program:
 
     def write(self, directory: str | Path) -> Path:
         """Write every source into ``directory`` (created if missing, files overwritten); return it."""
+        if not isinstance(directory, (str, os.PathLike)) or not os.fspath(directory):
+            raise CodegenError("output directory", value=repr(directory), limit="a path (str or os.PathLike)",
+                               fix="pass a directory such as 'out/net'")  # fmt: skip
         out = Path(directory)
-        if out.exists() and not out.is_dir():
-            raise CodegenError("output directory", value=str(out), limit="a directory", fix="name a directory")
-        out.mkdir(parents=True, exist_ok=True)
-        for fname, text in self.sources.items():
-            check_writable_file(out / fname, "generated source", error=CodegenError).write_text(text)
+        try:
+            if out.exists() and not out.is_dir():
+                raise CodegenError("output directory", value=str(out), limit="a directory", fix="name a directory")
+            out.mkdir(parents=True, exist_ok=True)
+            for fname, text in self.sources.items():
+                check_writable_file(out / fname, "generated source", error=CodegenError).write_text(text)
+        except OSError as err:  # below a file, read-only, /proc, a name too long, a full disk
+            raise CodegenError(
+                "cannot write the generated sources",
+                value=f"{err.strerror or type(err).__name__}: {err.filename or out}",
+                limit="a writable directory",
+                where=str(out)[:200],
+                fix="choose a writable directory with a short path (not below a file)",
+            ) from None
         return out
 
 
@@ -472,7 +542,7 @@ def _tidy(text: str) -> str:
 
 def _check_names(name: str, constants: Sequence[Constant], buffers: Sequence[Buffer], ctypes: Sequence[str]) -> str:
     """The program name as a C identifier; the I/O types known; one C name per constant and buffer."""
-    name = c_identifier(name, "program name")
+    name = c_identifier(check_program_name(name), "program name")
     for ctype in ctypes:
         if ctype not in CTYPES:
             raise CodegenError("I/O C type", value=ctype, limit=sorted(CTYPES))
@@ -521,6 +591,10 @@ def build_program(
     io = IOSpec(n_in, in_ctype, n_out, out_ctype, tuple(StateView(b.name, b.ctype, b.count) for b in states))
     code = {"helpers": helpers, "reset_body": reset_body, "step_body": step_body}
     memory = _memory_report(constants, buffers, plan)
+    if memory.flash_bytes + memory.ram_bytes > MAX_PROGRAM_BYTES:
+        raise CodegenError("program size", value=f"{memory.flash_bytes} B flash + {memory.ram_bytes} B RAM",
+                           limit=f"<= {MAX_PROGRAM_BYTES} B in all (static data beyond 2 GiB does not link)",
+                           where=name, fix="use a smaller model")  # fmt: skip
     sources = {
         f"{name}.h": _header(name, numerics, io, buffers, plan),
         f"{name}.c": _source(name, numerics, constants, buffers, plan, code),

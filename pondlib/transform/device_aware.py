@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from pondlib.devices import registry
+from pondlib.errors import PondError
 
 __all__ = ["device_aware"]
 
@@ -47,4 +48,29 @@ def device_aware(net: Any, *, device: str, **options: Any) -> Any:
         PondError: an unknown ``device`` (the message lists the registered ones), a device without a
             twin; whatever the device's transform raises for bad networks or options.
     """
-    return registry.get(device).aware(net, **options)
+    dev = registry.get(device)
+    try:
+        return dev.aware(net, **options)
+    except TypeError as err:  # options the twin does not take, or a required one missing: bound at the call
+        if not _is_binding_error(err):
+            raise
+        doc = " ".join((dev.aware.__doc__ or "").split()).replace("``", "")
+        doc = doc.split("options: ", 1)[1].rstrip(".").removesuffix(")") if "options: " in doc else ""
+        raise PondError(
+            "device-aware twin options",
+            value=f"{sorted(options)} ({str(err).split(') ', 1)[-1]})",
+            limit=f"options among: {doc}" if doc else f"the options of {device}'s twin",
+            where=f"device_aware(device={device!r})",
+            fix=f"pass only the options listed by help(registry.get({device!r}).aware), each required one included",
+        ) from None
+
+
+def _is_binding_error(err: TypeError) -> bool:
+    """Whether ``err`` was raised binding keyword arguments to the twin's function (no frame of its body ran)."""
+    text = str(err)
+    binding = "unexpected keyword argument" in text or "required keyword-only argument" in text
+    binding = binding or "required positional argument" in text
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return binding and tb is not None and tb.tb_frame.f_code.co_name == "aware"

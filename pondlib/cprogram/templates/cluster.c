@@ -14,16 +14,29 @@
 #define POND_RT static inline __attribute__((unused))
 #ifdef POND_FREESTANDING
 /* MMIO words (32 bit): 0 core id (per-core page, read), 1 barrier (write), 2 DMA destination, 3 DMA source,
-   4 DMA bytes (write: starts the copy), 5 DMA wait (write), 6 profile marker (write). */
+   4 DMA bytes (write: starts the copy), 5 DMA wait (write), 6 profile marker (write); a 2-D transfer: 7 rows,
+   8 source stride, 9 destination stride (bytes), 10 bytes per row (write: starts it). */
 #define POND_MMIO ((volatile uint32_t *)$mmio)
 #define POND_L1 __attribute__((section("$l1_section"), aligned(8)))
+#ifndef POND_L3 /* also defined by the program's L3 constants, which come first */
 #define POND_L3 __attribute__((section("$l3_section"), aligned(8)))
+#endif
 POND_RT int pond_core_id(void) { return (int)POND_MMIO[0]; }
 POND_RT void pond_barrier(void) { POND_MMIO[1] = 1u; }
 POND_RT void pond_dma_start(void *dst, const void *src, uint32_t bytes) {
     POND_MMIO[2] = (uint32_t)(uintptr_t)dst;
     POND_MMIO[3] = (uint32_t)(uintptr_t)src;
     POND_MMIO[4] = bytes;
+}
+/* rows rows of row_bytes bytes, row r from src + r * src_stride to dst + r * dst_stride: one transfer. */
+POND_RT void pond_dma_start_2d(void *dst, const void *src, uint32_t row_bytes, uint32_t rows, uint32_t dst_stride,
+                               uint32_t src_stride) {
+    POND_MMIO[2] = (uint32_t)(uintptr_t)dst;
+    POND_MMIO[3] = (uint32_t)(uintptr_t)src;
+    POND_MMIO[7] = rows;
+    POND_MMIO[8] = src_stride;
+    POND_MMIO[9] = dst_stride;
+    POND_MMIO[10] = row_bytes;
 }
 POND_RT void pond_dma_wait(void) { POND_MMIO[5] = 1u; }
 POND_RT void pond_profile(uint32_t marker) { POND_MMIO[6] = marker; }
@@ -33,7 +46,9 @@ POND_RT void pond_profile(uint32_t marker) { POND_MMIO[6] = marker; }
 #include <stdatomic.h>
 #include <threads.h>
 #define POND_L1
+#ifndef POND_L3
 #define POND_L3
+#endif
 static _Thread_local int pond_core;
 static atomic_int pond_bar_count;
 static atomic_int pond_bar_sense;
@@ -51,6 +66,12 @@ POND_RT void pond_barrier(void) {
     }
 }
 POND_RT void pond_dma_start(void *dst, const void *src, uint32_t bytes) { memcpy(dst, src, bytes); }
+POND_RT void pond_dma_start_2d(void *dst, const void *src, uint32_t row_bytes, uint32_t rows, uint32_t dst_stride,
+                               uint32_t src_stride) {
+    for (uint32_t r = 0; r < rows; ++r) {
+        memcpy((char *)dst + (size_t)r * dst_stride, (const char *)src + (size_t)r * src_stride, row_bytes);
+    }
+}
 POND_RT void pond_dma_wait(void) {}
 POND_RT void pond_profile(uint32_t marker) { (void)marker; }
 typedef struct {

@@ -452,6 +452,29 @@ class Device(abc.ABC):
         """One line per layer of a DNN mapping."""
         return []
 
+    # -- schedule exploration ------------------------------------------------------------------------------
+    def explore_hardware(self, level: str | None = None) -> dict[str, Any]:
+        """The chip as plain data for :mod:`pondlib.explore` (which builds its ``Hardware`` from it).
+
+        Keys: ``name``; ``shared``, ``input_buffer``, ``weight_buffer``, ``dram`` (each a dict of ``name``,
+        ``size_bits`` (None: unbounded), ``bandwidth_bits_per_cycle``, ``read_energy_pj_per_bit``,
+        ``write_energy_pj_per_bit``); ``sop_energy_pj``, ``mac_energy_pj``; ``pe_k``, ``pe_c``, ``pe_oy``;
+        ``levels`` (the accepted ``level`` names), ``notes`` (per figure: calibrated or assumed, from where)
+        and ``workload_bits`` (``weight_bits``, ``state_bits``, ``spike_bits``, ``input_bits`` of a network
+        deployed on the chip).
+
+        Args:
+            level: which of the chip's memories the schedules compete for (None: the chip's default).
+        """
+        raise self._missing("hardware description for schedule exploration", "explore_hardware")
+
+    def explore_mapping(self, net: Any, time_steps: int) -> dict[str, Any] | None:
+        """What the chip's own mapper chooses for ``net`` over ``time_steps`` steps, to set beside the
+        explored schedules (None: nothing to compare). Keys: ``schedule`` (a sentence), ``level`` (the
+        memory level of :meth:`explore_hardware` it refers to), ``traffic_bits`` (moved between that level
+        and the one outside it per inference) and ``layers`` (one line per layer)."""
+        return None
+
     def save(self, mapped: Mapped, path: str | Path, input_order: Any = None) -> str:
         """Write ``mapped`` for ``pond simulate``; return what was written, in words."""
         raise self._missing("saved deployment format", "save")

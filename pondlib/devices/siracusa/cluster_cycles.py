@@ -28,7 +28,8 @@ cycles and bytes per cycle (:data:`~pondlib.codegen.cluster.DMA_SETUP_CYCLES`,
 :data:`~pondlib.codegen.cluster.DMA_BYTES_PER_CYCLE`), ``B_w`` / ``x_w`` the operands DMA'd whole (the op's
 constants: its weights), ``B_in`` the tiled inputs, ``B_out`` the output. ``s(P)`` is the slowest core's share
 of a tile: ``ceil(m / P) / m`` over the split extent ``m`` (a tile's rows when it has at least ``P``; a MatMul
-/ Gemm tile of fewer rows splits its columns; an element-wise row splits its values, ``1 / P``).
+/ Gemm tile of fewer rows splits its columns; an element-wise row splits its values, ``1 / P``; a halo-tiled
+Conv or pool the better of its rows and its output channels or planes, as the C chooses).
 
 **Schedule** (as the C does it): the whole operands and tile 0's inputs go first (``D^w + D^{in}_0``), then
 single buffered ``sum_t (K_t + D^out_t + D^in_{t+1})`` (every transfer waited for at once) or double
@@ -73,11 +74,11 @@ PORTABLE_CYCLES: dict[str, tuple[float, float, float]] = {
     "Add+rq": (13.273, 0.000, 12.8),  # eltwise, 80 ops, work 32..256, worst residual 50%
     "Clip": (7.078, 0.000, 0.0),  # eltwise, 1 ops, work 512..512, worst residual 0%
     "Concat": (3.440, 0.000, 0.0),  # copy, 16 ops, work 128..128, worst residual 1%
-    "Conv+rq": (4.580, 2.696, 0.0),  # mac, 13 ops, work 2,304..409,600, worst residual 51%
-    "Gemm+rq": (6.988, 0.000, 331.4),  # mac, 2 ops, work 768..2,560, worst residual 0%
+    "Conv+rq": (4.576, 2.699, 0.0),  # mac, 13 ops, work 2,304..409,600, worst residual 50%
+    "Gemm+rq": (6.986, 0.000, 335.7),  # mac, 2 ops, work 768..2,560, worst residual 0%
     "MatMul": (7.000, 9.020, 50.6),  # mac, 56 ops, work 4,096..16,384, worst residual 0%
     "MatMul+rq": (7.341, 0.000, 0.0),  # mac, 34 ops, work 128..32,768, worst residual 52%
-    "MaxPool": (9.088, 0.000, 0.0),  # reduce, 1 ops, work 6,400..6,400, worst residual 0%
+    "MaxPool": (8.739, 0.000, 0.0),  # reduce, 1 ops, work 6,400..6,400, worst residual 0%
     "Mul": (7.137, 0.000, 0.0),  # eltwise, 8 ops, work 256..256, worst residual 0%
     "RequantShift": (13.112, 0.000, 0.0),  # eltwise, 48 ops, work 2..256, worst residual 74%
     "Transpose": (2.595, 0.000, 0.0),  # copy, 40 ops, work 64..128, worst residual 47%
@@ -129,10 +130,17 @@ def tile_schedule(kernels: list[float], ins: list[float], outs: list[float], *, 
     return total + outs[-1]
 
 
-def _share(row: Any, cores: int, family: str) -> float:
+def _part(m: int, cores: int) -> float:
+    return math.ceil(m / cores) / m if m > 0 else 1.0
+
+
+def _share(row: Any, cores: int, family: str, shape: tuple) -> float:
     """The slowest core's share of a tile's work (module docstring)."""
     if row.mode == "whole" or cores == 1:
         return 1.0 / cores if cores > 1 else 1.0
+    if row.mode == "halo":  # output rows or output channels (Conv) / planes (pools), whichever is better
+        across = (row.tile_cols or (shape[1] if len(shape) > 1 else 1)) if row.op == "Conv" else math.prod(shape[:2])
+        return min(_part(row.tile_rows, cores), _part(int(across), cores))
     m = row.tile_rows
     if m < cores:
         if row.op in ("MatMul", "Gemm"):
@@ -194,7 +202,7 @@ def cluster_cycles(
         family = OP_FAMILIES.get(row.op, "eltwise")
         units = float(mr.work) if mr is not None else 0.0
         n = max(row.n_tiles, 1)
-        share = _share(row, P, family)
+        share = _share(row, P, family, tuple(mr.shape) if mr is not None else ())
         n_out = float(math.prod(mr.shape)) if mr is not None and mr.shape else 0.0
         node = nodes.get(row.name)
         k, k_loop, c, k_rq = _coefficients(row.op, bool(row.fused), family)

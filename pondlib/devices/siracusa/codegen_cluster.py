@@ -8,13 +8,15 @@ reused unchanged, run on L1 views), scheduled for the cluster runtime of :mod:`p
 step sets the L2 buffer pointers in a static struct and runs ``POND_CLUSTER_RUN(<net>_cluster, x, y)``; every
 core runs every layer in order.
 
-**Memory plan.** Weights and per-channel parameters are flash constants (standing for L2, or L3 where
-:func:`~pondlib.devices.siracusa.tiling.place_memory` puts them); activations and LIF states live in L2 (the
+**Memory plan.** Weights and per-channel parameters are constants in L2, the largest moved to L3 (``POND_L3``)
+when they do not fit beside the activations (:func:`~.cluster_memory.place_constants`); activations and LIF
+states live in L2 (the
 program's arena: states, and scratch activations shared by lifetime, as :func:`~.codegen.emit` lays them out,
 so the record layout is the same) with ``x`` and ``y``. L1 is one static ``POND_L1`` array reused by every layer
 from offset 0 (layers are separated by barriers and DMA waits) and sized by the layer that needs most; each
 region 8-byte aligned: the layer's *whole* operands, then its *tiled* inputs (twice when double buffered), then
-its output tiles. The L1 need of each layer and the L2 need (arena + ``x`` + ``y``) are checked against
+its output tiles. The L1 need of each layer and the L2 need (arena + ``x`` + ``y`` + constants in L2) are
+checked against
 ``l1_bytes`` / ``l2_bytes`` at generation, refused naming the layer, the need, the limit and the fix.
 
 **Tiles and schedule per layer kind** (template ``chain_cluster_layer.c``; a layer has ``U`` *units*):
@@ -79,6 +81,7 @@ import numpy as np
 
 from pondlib.cprogram.cluster import MAX_CORES, cluster_runtime
 from pondlib.cprogram.program import CTYPES, Buffer, Constant, Program, build_program, c_identifier, plan_arena
+from pondlib.devices.siracusa.cluster_memory import place_constants
 from pondlib.devices.siracusa.codegen import (
     _config,
     _ctype,
@@ -125,7 +128,8 @@ class ChainRow:
 
 @dataclass(frozen=True)
 class ChainReport:
-    """The plan of :func:`emit_chain_cluster`: a row per layer, the L1 arena and the L2 need (B), the limits."""
+    """The plan of :func:`emit_chain_cluster`: a row per layer, the L1 arena and the L2 need (B: activations and the
+    constants kept in L2), the limits, and ``l3_bytes`` (the constants moved to L3)."""
 
     rows: tuple[ChainRow, ...]
     l1_arena: int
@@ -133,6 +137,7 @@ class ChainReport:
     l1_limit: int
     l2_limit: int
     cores: int
+    l3_bytes: int = 0
 
 
 def _a(n: int) -> int:
@@ -420,7 +425,8 @@ def emit_chain_cluster_report(
         rows.append(row)
         src = (dst, _out_range(layer), _ctype(*_out_range(layer)))
     out_type, n_out = src[2], config.layers[-1].n_out
-    l2_need = _l2_check(buffers, config.n_input * CTYPES[in_ctype][1] + n_out * CTYPES[out_type][1], l2)
+    acts = _l2_check(buffers, config.n_input * CTYPES[in_ctype][1] + n_out * CTYPES[out_type][1], l2)
+    constants, l2_need, l3_bytes = place_constants(em.constants, acts, l2, where=_WHERE)
     arena = _a(max(r.l1_bytes for r in rows))
     fn = _kernel(
         "chain_cluster_fn.c", net=name, has_buffers=bool(buffers),
@@ -431,14 +437,18 @@ def emit_chain_cluster_report(
     )  # fmt: skip
     step = "".join(f"{name}_l2_ptrs.{b.name} = {b.name};\n" for b in buffers)
     step += f"POND_CLUSTER_RUN({name}_cluster, x, y);"
-    report = ChainReport(tuple(rows), arena, l2_need, l1, l2, cores)
-    notes = [
-        f"input: the quantized integer input ({in_ctype}, range [{in_lo}, {in_hi}]; use quantize_input)",
-        f"cluster: {cores} cores by default (-DPOND_NUM_CORES=1..8), L1 arena {arena} B of {l1}, L2 {l2_need} B of "
-        f"{l2}, {'double' if double else 'single'} buffered; build the host with -pthread",
-    ] + [f"record {key} = state {cname}" for key, cname in record_names(config, record=record).items()]
+    report = ChainReport(tuple(rows), arena, l2_need, l1, l2, cores, l3_bytes)
+    notes = (
+        [
+            f"input: the quantized integer input ({in_ctype}, range [{in_lo}, {in_hi}]; use quantize_input)",
+            f"cluster: {cores} cores by default (-DPOND_NUM_CORES=1..8), L1 arena {arena} B of {l1}, L2 {l2_need} B of "
+            f"{l2}, {'double' if double else 'single'} buffered; build the host with -pthread",
+        ]
+        + [f"L3: {l3_bytes} B of constants (the largest; they do not fit L2 beside the activations)"] * bool(l3_bytes)
+        + [f"record {key} = state {cname}" for key, cname in record_names(config, record=record).items()]
+    )
     prog = build_program(
-        name, "siracusa", constants=em.constants, buffers=buffers, step_body=step, n_in=config.n_input,
+        name, "siracusa", constants=constants, buffers=buffers, step_body=step, n_in=config.n_input,
         in_ctype=in_ctype, n_out=n_out, out_ctype=out_type,
         helpers=cluster_runtime(cores) + "\n" + em.helper_code() + "\n" + fn, notes=notes, cores=cores,
         description=f"Siracusa integer deployment of {n} layer(s) tiled for a {cores}-core cluster (L2 activations, "

@@ -47,6 +47,7 @@ Example (a 4 -> 2 GEMM with a per-channel RequantShift; ``check_constraints`` li
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +76,7 @@ from pondlib.devices.siracusa.specification import (
 )
 from pondlib.devices.siracusa.tiling import ROWS_MAX, Placement, TilePlan, place_memory, plan_tiles
 from pondlib.errors import ConfigError, Violation
-from pondlib.validate import check_bool, check_float, check_int, check_type
+from pondlib.validate import check_bool, check_float, check_int, check_npy_sizes, check_type
 
 __all__ = [
     "SiracusaConfig",
@@ -551,15 +552,22 @@ def load_config(path: Any, *, with_input_order: bool = False) -> Any:
             version, undecodable JSON, unknown layer types or fields, arrays that are not integers, values
             the configuration refuses.
     """
+    import io
     import json
     import zipfile
     import zlib
 
     where = str(path)
     fix = "pass a configuration written by pond map --out or save_config"
+    source = path
+    if isinstance(path, (str, os.PathLike)) and os.path.isfile(path):
+        check_npy_sizes(path, "Siracusa configuration", error=ConfigError)  # the size budget, before np.load
+        with open(path, "rb") as fh:  # read whole: np.load leaks the handle it opens when the zip is bad
+            source = io.BytesIO(fh.read())
+    unreadable = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, NotImplementedError)
     try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        data = np.load(source, allow_pickle=False)
+    except unreadable as exc:
         raise ConfigError(
             f"not a Siracusa configuration archive ({type(exc).__name__})", where=where, fix=fix
         ) from None
@@ -621,6 +629,6 @@ def load_config(path: Any, *, with_input_order: bool = False) -> Any:
                 order = order.astype(np.int64)
         except ConfigError:
             raise
-        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        except unreadable as exc:
             raise ConfigError(f"unreadable entry ({type(exc).__name__})", where=where, fix=fix) from None
     return (config, order) if with_input_order else config

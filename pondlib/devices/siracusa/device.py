@@ -265,9 +265,16 @@ class SiracusaDevice(Device):
     def map_onnx(self, model: Any, calibration: Any, limits: Any = None) -> Mapped:
         from pondlib.devices.siracusa.mapper import mapper
         from pondlib.devices.siracusa.onnx import to_siracusa
+        from pondlib.errors import ONNXError
+        from pondlib.validate import as_float_array
 
         layers, perm = to_siracusa(model)
-        calib = np.asarray(calibration)
+        calib = as_float_array(calibration, "calibration", where="map_onnx", error=ONNXError, ndim=None)
+        if calib.ndim < 2 or calib[0].size != perm.size:
+            raise ONNXError(
+                "calibration shape", value=calib.shape, limit=f"(B, {perm.size}) or (B, *{tuple(model.input_shape)})",
+                where="map_onnx", fix="pass representative inputs, one column per model input feature",
+            )  # fmt: skip
         spec = mapper(layers, limits, calibration=calib.reshape(len(calib), -1)[:, perm])
         return Mapped(self.name, self.limits(limits), spec, spec.config, extra={"layers": layers, "input_order": perm})
 
@@ -323,6 +330,18 @@ class SiracusaDevice(Device):
         if "scales" in mapped.extra:
             return scale_lines(mapped.extra["scales"])
         return mapped.spec.report_table().splitlines()
+
+    def explore_hardware(self, level: str | None = None) -> dict[str, Any]:
+        """The cluster for schedule exploration (:mod:`pondlib.devices.siracusa.explore_hardware`)."""
+        from pondlib.devices.siracusa.explore_hardware import explore_hardware
+
+        return explore_hardware(level)
+
+    def explore_mapping(self, net: Any, time_steps: int) -> dict[str, Any] | None:
+        """The L1 tiling this mapper chooses (:func:`pondlib.devices.siracusa.explore_hardware.mapper_traffic`)."""
+        from pondlib.devices.siracusa.explore_hardware import mapper_traffic
+
+        return mapper_traffic(net, time_steps)
 
     def save(self, mapped: Mapped, path: str | Path) -> str:
         """The configuration as an ``.npz`` archive (:func:`~pondlib.devices.siracusa.config.save_config`), with

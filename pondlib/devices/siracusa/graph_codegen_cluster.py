@@ -23,10 +23,12 @@ add constants not broadcasting beyond the sum: the Add and the RequantShift are 
 while the producer's inputs are still read: the two never share arena memory).
 
 **Memory plan.** Every tensor lives in L2: the program's arena (scratch buffers shared by lifetime) and ``x``;
-constants are flash arrays (standing for L2/L3 weights). L1 is one static ``POND_L1`` array, reused by every op
-from offset 0 (ops are separated by barriers and DMA waits) and sized by the op that needs most; every region
-is 8-byte aligned. The L1 need of each op and the L2 need (arena + ``x`` + ``y``, bytes) are checked against
-``l1_bytes`` and ``l2_bytes`` at generation, refused with a :class:`~pondlib.errors.CodegenError` naming the op.
+constants live in L2 too, the largest moved to L3 (``POND_L3``, read by the DMA at L3's rate) when they do not
+fit beside the tensors (:func:`~.cluster_memory.place_constants`). L1 is one static ``POND_L1`` array, reused by
+every op from offset 0 (ops are separated by barriers and DMA waits) and sized by the op that needs most; every
+region is 8-byte aligned. The L1 need of each op and the L2 need (arena + ``x`` + ``y`` + the constants in L2,
+bytes) are checked against ``l1_bytes`` and ``l2_bytes`` at generation, refused with a
+:class:`~pondlib.errors.CodegenError` naming the op (the tensors alone over L2: the op at their peak).
 
 **Tiles.** An op's output is viewed as ``R`` rows (the product of its leading dims, the rest is one *unit*):
 
@@ -40,14 +42,17 @@ is 8-byte aligned. The L1 need of each op and the L2 need (arena + ``x`` + ``y``
   that differs per batch element stays whole and is refused when it does not fit). Column tiles of a constant
   B are kept transposed in flash (generation time; the untransposed array is then not emitted) and of Gemm's
   ``transB`` B are contiguous rows: one DMA per tile; those of a B (K, N) in L2 (an activation) are K strided
-  rows: one ``pond_dma_start`` per row (``ClusterRow.dma_transfers`` counts them, ``dma_bytes`` counts A's
-  rows again for every column tile). C: per row, per column, both (one DMA per row) or whole.
+  rows: one 2-D transfer (``pond_dma_start_2d``, the cluster DMA's 2-D mode; ``ClusterRow.dma_transfers``
+  counts the transfers, ``dma_bytes`` counts A's rows again for every column tile). C: per row, per column,
+  both (one 2-D transfer) or whole.
 * *halo-tiled* ops (Conv, MaxPool, AveragePool; 1-D ones as 2-D of width 1, :mod:`~.graph_codegen_cluster_conv`):
   rows are output rows (all batch elements and channels); a tile DMAs the input rows its windows read (its halo
-  included, padding rows not), one transfer per input plane, into a buffer of ``h_in`` rows per plane, and
-  sends its output rows back one transfer per output plane; weights and bias whole in L1, or (a Conv of one
-  group whose weights do not fit with one row) output-channel tiles inner to the row tiles. An op that fits
-  whole is one tile with one DMA per tensor (``mode`` 'whole'), else 'halo' (``ClusterRow.in_rows`` = ``h_in``).
+  included, padding rows not), one 2-D transfer over the input planes, into a buffer of ``h_in`` rows per plane, and
+  sends its output rows back in one 2-D transfer over the output planes (per batch element); weights and bias whole
+  in L1, or (a Conv of one group whose weights do not fit with one row) output-channel tiles inner to the row tiles.
+  An op that fits whole is one tile with one DMA per tensor (``mode`` 'whole'), else 'halo' (``ClusterRow.in_rows`` =
+  ``h_in``).
+
 * *separable* ops that do not fit whole, row-tiled like the element-wise ops (rows: their leading dims,
   ``SEPARABLE_OPS`` and ``_row_prefix`` in :mod:`~.graph_codegen_cluster_conv`): Concat (the dims before its axis;
   every input tiled), Transpose (the leading dims its perm keeps), GlobalMaxPool / GlobalAveragePool, ReduceSum /
@@ -123,6 +128,7 @@ import numpy as np
 
 from pondlib.cprogram.cluster import MAX_CORES, cluster_runtime
 from pondlib.cprogram.program import CTYPES, Program, build_program, c_identifier, plan_arena
+from pondlib.devices.siracusa.cluster_memory import place_constants
 from pondlib.devices.siracusa.graph_codegen import _OPS, _channel_shape, _Emitter, _finish, _matmul_bound, _node
 from pondlib.devices.siracusa.graph_codegen_cluster_conv import (
     HALO_OPS,
@@ -138,6 +144,7 @@ from pondlib.devices.siracusa.graph_codegen_cluster_tiles import (
     ClusterRow,
     _a,
     _dma,
+    _dma2d,
     _fit,
     _is_literal,
     _nbytes,
@@ -171,8 +178,9 @@ _FOR = re.compile(r"^(\s*)for \(int32_t (\w+) = 0; \2 < (\d+); \+\+\2\) \{$")
 
 @dataclass(frozen=True)
 class ClusterReport:
-    """The plan of :func:`emit_cluster`: a row per op with C, the L1 arena and the L2 need (bytes), the limits;
-    ``extra``: ``"skipped"`` (identity RequantShifts, aliased) and ``"fused"`` (MatMul / Gemm -> RequantShift)."""
+    """The plan of :func:`emit_cluster`: a row per op with C, the L1 arena and the L2 need (bytes: tensors and the
+    constants kept in L2), the limits; ``extra``: ``"skipped"`` (identity RequantShifts, aliased) and ``"fused"``
+    (MatMul / Gemm / Conv / Add -> RequantShift); ``l3_bytes``: the constants moved to L3."""
 
     rows: tuple[ClusterRow, ...]
     l1_arena: int
@@ -181,6 +189,7 @@ class ClusterReport:
     l2_limit: int
     cores: int
     extra: dict = field(default_factory=dict)
+    l3_bytes: int = 0
 
 
 class _TileEm:
@@ -612,10 +621,8 @@ def _op(
     if n_ct == 1:
         tile_out = _dma(f"{out_ptr} + gc_t0 * {unit}", f"gc_l1 + {out_off}", f"gc_nr * {unit * size}")
     else:
-        tile_out = "for (int32_t gc_i = 0; gc_i < gc_nr; ++gc_i) " + _dma(
-            f"{out_ptr} + (gc_t0 + gc_i) * {unit} + gc_c0", f"gc_l1 + {out_off} + gc_i * gc_nc * {size}",
-            f"gc_nc * {size}",
-        )  # fmt: skip
+        tile_out = _dma2d(f"{out_ptr} + gc_t0 * {unit} + gc_c0", f"gc_l1 + {out_off}", f"gc_nc * {size}", "gc_nr",
+                          unit * size, f"gc_nc * {size}")  # fmt: skip
     cols = f" x {n_ct} column tile(s) of {tc} of {spec.cols} columns" if spec.cols else ""
     text = _kernel(
         "graph_cluster_op.c", index=index, label=node.label.replace("*/", "* /"), marker=f"{index * 65536}u",
@@ -751,7 +758,7 @@ def emit_cluster_report(
     buffers, out_type, n_out = _finish(em)
     em.body.pop()  # graph_codegen's output copies (one core's): the cluster function copies them, split
     texts.append(_outputs_code(em, graph, len(rows), out_type))
-    l2_need = _l2_check(em, buffers, n_out, out_type, l2, labels or ["the graph outputs"])
+    acts = _l2_check(em, buffers, n_out, out_type, l2, labels or ["the graph outputs"])
     arena = _a(max((r.l1_bytes for r in rows), default=_ALIGN))
     fn = _kernel(
         "graph_cluster_fn.c", net=name, members="\n".join(f"{b.ctype} *{b.name};" for b in buffers),
@@ -761,21 +768,22 @@ def emit_cluster_report(
     )  # fmt: skip
     used = fn + "\n".join(em.body)  # constants only the single-core emitters named (a B kept transposed): none
     em.constants[:] = [c for c in em.constants if re.search(rf"\b{c.name}\b", used)]
+    constants, l2_need, l3_bytes = place_constants(em.constants, acts, l2, where=_WHERE)
     helpers = _kernel("graph_helpers.c", **{k: k in em.helpers for k in ("asr32", "asr64", "isqrt", "shr", "fdiv")})
     if em.helpers & {"fquant", "fnorm"}:
         helpers += "\n" + island_helpers("fnorm" in em.helpers)
     step = "\n".join(f"{name}_gc.{b.name} = {b.name};" for b in buffers)
     step += f"\nPOND_CLUSTER_RUN({name}_cluster, x, y);\n" + "\n".join(em.body)
     extra = {"skipped": tuple(skipped), "fused": fused}
-    report = ClusterReport(tuple(rows), arena, l2_need, l1, l2, cores, extra)
+    report = ClusterReport(tuple(rows), arena, l2_need, l1, l2, cores, extra, l3_bytes)
     notes = [
         f"x packs the graph inputs {list(graph.input_names)} in order, each flattened in C order ({em.in_ctype})",
         f"y packs the graph outputs {list(graph.output_names)} in order, each flattened in C order ({out_type})",
         f"cluster: {cores} cores by default (-DPOND_NUM_CORES=1..8), L1 arena {arena} B of {l1}, "
         f"L2 {l2_need} B of {l2}, {'double' if double else 'single'} buffered; build the host with -pthread",
-    ]
+    ] + [f"L3: {l3_bytes} B of constants (the largest; they do not fit L2 beside the tensors)"] * bool(l3_bytes)
     prog = build_program(
-        name, "siracusa", constants=em.constants, buffers=buffers, step_body=step, n_in=max(em.n_in, 1),
+        name, "siracusa", constants=constants, buffers=buffers, step_body=step, n_in=max(em.n_in, 1),
         in_ctype=em.in_ctype, n_out=n_out, out_ctype=out_type,
         helpers=cluster_runtime(cores) + "\n" + helpers + "\n" + fn, notes=notes, cores=cores,
         description=f"Siracusa integer graph {graph.name!r} ({len(graph.nodes)} nodes) tiled for a {cores}-core "

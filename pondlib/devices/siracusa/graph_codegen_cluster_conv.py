@@ -8,21 +8,21 @@ from ``r0`` reads the input rows
 
 .. math::  [\max(0, r_0 s_y - p_t),\ \min(H, (r_0 + n - 1) s_y + (k_h - 1) d_y + 1 - p_t))
 
-(its *halo*: the ``(k_h - 1) d_y + 1 - s_y`` rows it shares with its neighbours, DMA'd again for each tile; a
-border tile's rows in the padding are not DMA'd, the kernel skips them as the whole-tensor kernel does). Each
-tile DMAs those rows of every input plane (``B C`` transfers of ``rows W`` elements) into an L1 buffer of
-``B C x h_in x W`` elements, ``h_in = min(H, (n - 1) s_y + (k_h - 1) d_y + 1)``, and sends its output back as
-``B O`` transfers of ``n W_o`` elements. Weights and a bias (Conv) are whole in L1, DMA'd once per op. When
-they do not fit with one output row (a Conv of one group), the output channels are tiled too: a tile is ``n``
-rows by ``m`` output channels (channel tiles inner, ``ClusterRow.cols`` / ``tile_cols`` / ``col_tiles``), its
-``m`` channels' weights and bias (contiguous: one transfer each) buffered like the input rows, its output
-``B m`` transfers; the input rows are DMA'd again for every channel tile. A grouped Conv whose weights do not
-fit, or a tile of one row and one channel that does not fit, is refused (the error names the op, the need and
-the limit). When the whole op fits it is one tile with one DMA per tensor (``ClusterRow.mode`` 'whole'); else
-the tiles are single or double buffered like the row-tiled ops (``mode`` 'halo', ``ClusterRow.in_rows`` =
-``h_in``). L1 need: whole operands + buffers x (``B C h_in W`` input elements + a channel tile's weights and
-bias) + ``B m n W_o`` output elements (each region 8-byte aligned); ``m`` is the most channels that fit with one
-row, then ``n`` the most rows that fit, each balanced over its tiles.
+(its *halo*: the ``(k_h - 1) d_y + 1 - s_y`` rows it shares with its neighbours, DMA'd again for each tile; a border
+tile's rows in the padding are not DMA'd, the kernel skips them as the whole-tensor kernel does). Each tile DMAs
+those rows of every input plane (one 2-D transfer of ``B C`` rows of ``rows W`` elements, the cluster DMA's 2-D mode)
+into an L1 buffer of ``B C x h_in x W`` elements, ``h_in = min(H, (n - 1) s_y + (k_h - 1) d_y + 1)``, and sends its
+output back as ``B`` 2-D transfers of ``O`` rows of ``n W_o`` elements. Weights and a bias (Conv) are whole in L1,
+DMA'd once per op. When they do not fit with one output row (a Conv of one group), the output channels are tiled too:
+a tile is ``n`` rows by ``m`` output channels (channel tiles inner, ``ClusterRow.cols`` / ``tile_cols`` /
+``col_tiles``), its ``m`` channels' weights and bias (contiguous: one transfer each) buffered like the input rows,
+its output ``B`` 2-D transfers of ``m`` rows; the input rows are DMA'd again for every channel tile. A grouped Conv
+whose weights do not fit, or a tile of one row and one channel that does not fit, is refused (the error names the op,
+the need and the limit). When the whole op fits it is one tile with one DMA per tensor (``ClusterRow.mode`` 'whole');
+else the tiles are single or double buffered like the row-tiled ops (``mode`` 'halo', ``ClusterRow.in_rows`` =
+``h_in``). L1 need: whole operands + buffers x (``B C h_in W`` input elements + a channel tile's weights and bias) +
+``B m n W_o`` output elements (each region 8-byte aligned); ``m`` is the most channels that fit with one row, then
+``n`` the most rows that fit, each balanced over its tiles.
 
 Work split of a tile (templates ``graph_cluster_conv.c`` / ``graph_cluster_pool.c``, one output row of a
 channel or plane in ``graph_cluster_conv_px.c`` / ``graph_cluster_pool_px.c``): over ``P`` cores, the tile's
@@ -67,6 +67,7 @@ from pondlib.devices.siracusa.graph_codegen_cluster_tiles import (
     ClusterRow,
     _a,
     _dma,
+    _dma2d,
     _fit,
     _is_literal,
     _nbytes,
@@ -166,10 +167,9 @@ def _halo_in(em: Any, g: _Geo, x: _Operand, hin: int, args: tuple, single: bool)
     dst, src = f"gc_l1 + {x.buf(which)}", em.arr(x.t)
     if single:
         return _dma(dst, src, _nbytes(x.t.ctype, x.t.size))
-    copy = _dma(f"{dst} + gc_p * {hin * g.w * size}", f"{src} + (gc_p * {g.h} + gc_i0) * {g.w}",
-                f"(gc_i1 - gc_i0) * {g.w * size}")  # fmt: skip
-    loop = f"for (int32_t gc_p = 0; gc_i1 > gc_i0 && gc_p < {g.b * g.c}; ++gc_p) {copy}"
-    return "{\n" + _rows_c(g, r0, nr) + "\n" + loop + "\n}"
+    copy = _dma2d(dst, f"{src} + gc_i0 * {g.w}", f"(gc_i1 - gc_i0) * {g.w * size}", g.b * g.c, hin * g.w * size,
+                  g.h * g.w * size)  # fmt: skip
+    return "{\n" + _rows_c(g, r0, nr) + f"\nif (gc_i1 > gc_i0) {copy}\n}}"
 
 
 def _conv_code(em: Any, node: Node, ins: list, out: _T, g: _Geo, ops: dict, hin: int, out_off: int, rq) -> str:
@@ -261,12 +261,11 @@ def _tile_out(em: Any, g: _Geo, out: _T, out_off: int, single: bool, tiled: bool
     osize = CTYPES[out.ctype][1]
     if single:
         return _dma(em.arr(out), f"gc_l1 + {out_off}", _nbytes(out.ctype, out.size))
-    plane = f"gc_p / gc_nc * {g.o} + gc_c0 + gc_p % gc_nc" if tiled else "gc_p"
-    n = f"{g.b} * gc_nc" if tiled else str(g.b * g.o)
-    return f"for (int32_t gc_p = 0; gc_p < {n}; ++gc_p) " + _dma(
-        f"{em.arr(out)} + (({plane}) * {g.ho} + gc_t0) * {g.wo}", f"gc_l1 + {out_off} + gc_p * gc_nr * {g.wo * osize}",
-        f"gc_nr * {g.wo * osize}",
-    )  # fmt: skip
+    nc, c0 = ("gc_nc", "gc_c0") if tiled else (str(g.o), "0")
+    row = f"gc_nr * {g.wo * osize}"
+    copy = _dma2d(f"{em.arr(out)} + ((gc_b * {g.o} + {c0}) * {g.ho} + gc_t0) * {g.wo}",
+                  f"gc_l1 + {out_off} + gc_b * {nc} * {row}", row, nc, g.ho * g.wo * osize, row)  # fmt: skip
+    return copy.replace("gc_b", "0") if g.b == 1 else f"for (int32_t gc_b = 0; gc_b < {g.b}; ++gc_b) {copy}"
 
 
 def _halo_op(em: Any, node: Node, ins: list, out: _T, index: int, cfg: dict, rq: tuple | None) -> tuple[str, Any]:
@@ -322,7 +321,7 @@ def _row(node: Node, g: _Geo, ts: tuple, plan: tuple) -> ClusterRow:
         in_bytes, transfers = _nbytes(xt.ctype, xt.size), 2
     else:
         in_bytes = n_ct * sum(g.b * g.c * r * g.w * isz for r in rows)
-        transfers = n_ct * sum(g.b * g.c for r in rows if r) + n_rt * g.b * g.o
+        transfers = n_ct * sum(1 for r in rows if r) + n_rt * n_ct * g.b
     w_bytes = sum(_nbytes(o.t.ctype, o.t.size) * (n_rt if o.kind == "cols" else 1) for o in ops.values())
     transfers += sum(n_rt * n_ct if o.kind == "cols" else 1 for o in ops.values())
     return ClusterRow(

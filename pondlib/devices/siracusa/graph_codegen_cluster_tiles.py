@@ -22,7 +22,8 @@ class ClusterRow:
     """One op's plan: ``mode`` 'rows' (tiled) or 'whole'; ``rows`` R, ``tile_rows``, ``n_tiles`` (all tiles:
     row tiles x column tiles); ``buffering`` 'DB' / 'SB'; ``l1_bytes`` its L1 need; ``l2_bytes`` its output
     tensor; ``dma_bytes`` planned in + out (B, every re-fetch counted); MatMul / Gemm: ``cols`` N, ``tile_cols``,
-    ``col_tiles``; ``dma_transfers``: the ``pond_dma_start`` calls (a strided column tile: one per row);
+    ``col_tiles``; ``dma_transfers``: the DMA transfers started (a strided column tile or a tile's planes: one 2-D
+    transfer);
     ``fused``: the RequantShift requantizing a MatMul / Gemm / Conv / Add's tiles in L1 (its name), else '';
     Conv / pools (:mod:`~.graph_codegen_cluster_conv`): ``rows`` the output rows, mode 'halo' (several tiles)
     or 'whole', ``in_rows`` the input rows an L1 input buffer holds (the tile's rows with their halo)."""
@@ -93,9 +94,8 @@ class _Operand:
             start, count = (r0, nr) if self.kind == "rows" else (c0, nc)
             return _dma(dst, f"{src} + {start} * {self.unit}", f"{count} * {self.unit * size}")
         h, base = (str(self.h), "0") if self.h else (nr, r0)
-        return f"for (int32_t gc_i = 0; gc_i < {h}; ++gc_i) " + _dma(
-            f"{dst} + gc_i * {nc} * {size}", f"{src} + ({base} + gc_i) * {self.unit} + {c0}", f"{nc} * {size}"
-        )
+        return _dma2d(dst, f"{src} + {base} * {self.unit} + {c0}", f"{nc} * {size}", h, f"{nc} * {size}",
+                      self.unit * size)  # fmt: skip
 
     def traffic(self, rows: int, cols: int, n_rt: int, n_ct: int) -> tuple[int, int]:
         """(bytes, transfers) this operand moves over an op of ``n_rt`` x ``n_ct`` tiles."""
@@ -107,8 +107,8 @@ class _Operand:
         if self.kind == "cols":
             return b * n_rt * cols * self.unit, n_rt * n_ct
         if self.h:
-            return b * n_rt * self.h * cols, n_rt * n_ct * self.h
-        return b * rows * cols, n_ct * rows
+            return b * n_rt * self.h * cols, n_rt * n_ct
+        return b * rows * cols, n_rt * n_ct
 
 
 def _is_literal(t: _T) -> bool:
@@ -144,3 +144,9 @@ def _requant_store(
 
 def _dma(dst: str, src: str, nbytes: Any) -> str:
     return f"pond_dma_start({dst}, {src}, (uint32_t)({nbytes}));"
+
+
+def _dma2d(dst: str, src: str, row_bytes: Any, rows: Any, dst_stride: Any, src_stride: Any) -> str:
+    """One 2-D transfer: ``rows`` rows of ``row_bytes`` bytes, strides in bytes (the cluster DMA's 2-D mode)."""
+    return (f"pond_dma_start_2d({dst}, {src}, (uint32_t)({row_bytes}), (uint32_t)({rows}), (uint32_t)({dst_stride}), "
+            f"(uint32_t)({src_stride}));")  # fmt: skip

@@ -34,7 +34,7 @@ from pondlib.devices.siracusa.mapper import Conv2dLayer, GemmLayer, ReLU, requan
 from pondlib.devices.siracusa.specification import QConv2d, QGemm, QRequant, RequantShift
 from pondlib.errors import ONNXError
 from pondlib.graph.dnn import FloatModel, QDQLayer, QDQModel, hwc_permutation
-from pondlib.validate import check_type
+from pondlib.validate import check_elements, check_type
 
 __all__ = ["to_siracusa", "qdq_to_siracusa"]
 
@@ -51,6 +51,7 @@ def to_siracusa(model: FloatModel) -> tuple[list, np.ndarray]:
     """The Siracusa mapper's float layers for ``model`` and the input permutation (module docstring)."""
     check_type(model, "model", FloatModel, where="to_siracusa", error=ONNXError, fix="import with load_onnx")
     check_chain(model, "Siracusa", _SUPPORTED)
+    check_elements(tuple(model.input_shape), "input", where="to_siracusa", error=ONNXError)  # before any allocation
     out: list = []
     shape = tuple(model.input_shape)
     perm = hwc_permutation(shape)
@@ -151,6 +152,14 @@ def qdq_to_siracusa(model: QDQModel) -> tuple[Any, list[dict]]:
             rq0, err = requant_from_scale(M[0], lo - ly.in_zp, hi - ly.in_zp, float(ly.out_zp), bits, signed)
             rq = RequantShift(rq0.mul, rq0.add, rq0.div, bits, signed, in_offset=-ly.in_zp)
             out.append(QRequant(ly.name, int(np.prod(ly.out_shape)), rq))
+        if np.any((np.atleast_1d(rq.mul) == 0) & (np.atleast_1d(M) > 0)):
+            raise ONNXError(
+                "requantization multiplier",
+                value=f"M = {float(np.min(M)):.3g} rounds to mul 0 at shift {rq.shift}",
+                limit=f"M >= 2^-{rq.shift + 1} (every output would be a constant)",
+                where=f"layer {ly.name!r}",
+                fix="recalibrate the output scale (quantize_static on representative data)",
+            )
         report.append(dict(name=ly.name, M=M, mul=np.atleast_1d(rq.mul), shift=rq.shift, rel_error=float(err)))
         lo, hi = rq.out_range
     cfg = SiracusaConfig(

@@ -335,6 +335,10 @@ class _Converter:
             raise _err("requantization", None, f"{base}: {err}", "a multiplier RequantShift holds",
                        "check the scales of this layer")  from None  # fmt: skip
         mul, addq = np.asarray(rq.mul, np.int64), np.asarray(rq.add, np.int64)
+        if np.any((mul == 0) & (M > 0)):  # a multiplier that rounds to 0: every output would be a constant
+            raise _err("requantization multiplier", None, f"{base}: M = {float(np.min(M)):.3g} rounds to mul 0",
+                       f">= 2^-{int(rq.div).bit_length()} (a multiplier RequantShift holds)",
+                       "recalibrate the output scale of this layer")  # fmt: skip
         mul = layout(mul) if mul.ndim else mul
         addq = layout(addq.reshape(shape) if addq.size == int(np.prod(shape)) else addq) if addq.ndim else addq
         cm, ca = self.const(f"{base}_mul", mul), self.const(f"{base}_add", addq)

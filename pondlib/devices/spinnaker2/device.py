@@ -69,6 +69,13 @@ class SpiNNaker2Device(Device):
             choices=tuple(NEURON_MODELS),
             default="lif_curr_exp",
         ),
+        Option(
+            "chips",
+            "SpiNNaker2 only: spread the network over N chips (SNNs and ONNX models; more than one chip maps onto "
+            "the 48-chip board)",
+            default=None,
+            commands=("map", "map-onnx"),
+        ),
     )
     deploy_settings = DeploySettings(
         options={"neuron_model": "lif_curr_exp_no_delay"},
@@ -109,7 +116,13 @@ class SpiNNaker2Device(Device):
 
     # -- mapping, simulation, report --------------------------------------------------------------------
     def map(
-        self, net: Any, limits: Any = None, *, calibration: Any = None, neuron_model: str = "lif_curr_exp"
+        self,
+        net: Any,
+        limits: Any = None,
+        *,
+        calibration: Any = None,
+        neuron_model: str = "lif_curr_exp",
+        chips: Any = None,
     ) -> Mapped:
         """SNN mapping onto PEs and configuration. A PE that would run late is a warning, not an error.
 
@@ -127,8 +140,11 @@ class SpiNNaker2Device(Device):
                 where="spinnaker2 map",
                 fix="leave calibration out",
             )
-        lim = self.limits(limits)
-        spec, late = map_network(net, lim, neuron_model)
+        from pondlib.devices.spinnaker2.graph_device import limits_for_chips, parse_chips
+
+        n_chips = parse_chips(chips)
+        lim, chip_notes = limits_for_chips(self.limits(limits), n_chips)
+        spec, late = map_network(net, lim, neuron_model, n_chips)
         config = configure(spec, "spinnaker2 map")
         extra: dict[str, Any] = {}
         try:  # the other synapse word of the same model, for the quantization table's caption
@@ -141,10 +157,11 @@ class SpiNNaker2Device(Device):
             lim,
             spec,
             config,
-            notes=tuple(spec.report.notes),
+            notes=tuple(spec.report.notes) + tuple(chip_notes),
             warnings=tuple(late),
             latency=int(spec.latency_ticks),
-            summary=f"{spec.latency_ticks} ticks from input to output, {spec.report.pes_used} PEs",
+            summary=f"{spec.latency_ticks} ticks from input to output, {spec.report.pes_used} PEs"
+            + (f" on {n_chips} chips of the {lim.name}" if n_chips > 1 else ""),
             extra=extra,
         )
 
@@ -254,30 +271,74 @@ class SpiNNaker2Device(Device):
         return Reference(lambda x: np.asarray(SpiNNaker2Sim.from_config(config).evolve(x)[0]))
 
     # -- ONNX (the MLA path) -----------------------------------------------------------------------------
-    def map_onnx(self, model: Any, calibration: Any, limits: Any = None) -> Mapped:
+    def map_onnx(self, model: Any, calibration: Any, limits: Any = None, chips: Any = None) -> Mapped:
+        """A Gemm (+ ReLU) chain on one chip as MLA layers (a version-1 image); any other model of the graph
+        path's ops (convolutions, pools, residual adds), or ``chips > 1``, through ``graph_mapper``."""
         from pondlib.devices.spinnaker2.dnn import dnn_mapper
+        from pondlib.devices.spinnaker2.graph_device import limits_for_chips, map_float_graph, parse_chips
         from pondlib.devices.spinnaker2.onnx import to_spinnaker2
+        from pondlib.errors import ONNXError
 
+        n_chips = parse_chips(chips)
         calib = np.asarray(calibration)
-        cfg = dnn_mapper(to_spinnaker2(model), calib.reshape(len(calib), -1), limits)
-        return Mapped(self.name, self.limits(limits), None, cfg, summary=f"{len(cfg.layers)} MLA layers")
+        if n_chips == 1:
+            try:
+                mlp = to_spinnaker2(model)
+            except ONNXError:
+                mlp = None
+            if mlp is not None:
+                cfg = dnn_mapper(mlp, calib.reshape(len(calib), -1), limits)
+                return Mapped(self.name, self.limits(limits), None, cfg, summary=f"{len(cfg.layers)} MLA layers")
+        lim, chip_notes = limits_for_chips(self.limits(limits), n_chips)
+        cfg = map_float_graph(model, calib, lim, n_chips)
+        summary = f"{len(cfg.ops)} ops on {n_chips} chip(s), {len(cfg.transfers)} chip-to-chip transfers"
+        return Mapped(self.name, lim, None, cfg, notes=tuple(chip_notes), summary=summary)
 
-    def map_qdq(self, model: Any, limits: Any = None) -> Mapped:
+    def map_qdq(self, model: Any, limits: Any = None, chips: Any = None) -> Mapped:
+        """A QDQ Gemm chain as MLA layers (a version-1 image); a QDQ CNN (conv layers) on the graph path. One
+        chip only (``chips`` > 1 is refused: map the float model to spread it over chips)."""
+        from pondlib.devices.spinnaker2.graph_device import parse_chips
         from pondlib.devices.spinnaker2.onnx import qdq_to_spinnaker2
 
-        cfg, rep = qdq_to_spinnaker2(model)
+        if parse_chips(chips) > 1:
+            raise ConfigError(
+                "chips",
+                value=chips,
+                limit="1 for a quantized (QDQ) model",
+                where="spinnaker2 map_qdq",
+                fix="map the float ONNX model with --calibration and --chips (the graph path quantizes it)",
+            )
+
+        if any(ly.kind == "conv" for ly in model.layers):
+            from pondlib.devices.spinnaker2.graph_qdq import qdq_to_graph
+
+            cfg, rep = qdq_to_graph(model, limits)
+        else:
+            cfg, rep = qdq_to_spinnaker2(model)
         return Mapped(self.name, self.limits(limits), None, cfg, extra={"scales": rep})
 
     def describe_dnn(self, mapped: Mapped) -> list[str]:
+        from pondlib.devices.spinnaker2.dnn_graph import GraphConfig
+        from pondlib.devices.spinnaker2.graph_device import describe_graph
+
+        if isinstance(mapped.config, GraphConfig):
+            return describe_graph(mapped.config) + scale_lines(mapped.extra.get("scales", []))
         if "scales" in mapped.extra:
             return scale_lines(mapped.extra["scales"])
         return [f"{ly.name}: {ly.weights.shape} shift {ly.shift} workers {ly.workers}" for ly in mapped.config.layers]
 
+    def explore_hardware(self, level: str | None = None) -> dict[str, Any]:
+        """One PE for schedule exploration (:mod:`pondlib.devices.spinnaker2.explore_hardware`)."""
+        from pondlib.devices.spinnaker2.explore_hardware import explore_hardware
+
+        return explore_hardware(level)
+
     def save(self, mapped: Mapped, path: str | Path) -> str:
         """The DRAM image of a DNN mapping (``DNNConfig.to_dram_image``)."""
         from pondlib.devices.spinnaker2.dnn import DNNConfig
+        from pondlib.devices.spinnaker2.dnn_graph import GraphConfig
 
-        if not isinstance(mapped.config, DNNConfig):
+        if not isinstance(mapped.config, (DNNConfig, GraphConfig)):
             raise PondError(
                 "a SpiNNaker2 SNN configuration has no saved form",
                 where="spinnaker2 save",
@@ -302,9 +363,11 @@ class SpiNNaker2Device(Device):
 
     def load(self, path: str | Path) -> Saved:
         """The DNN configuration of a DRAM image file, with the image's bytes (``pond simulate`` walks them)."""
-        from pondlib.devices.spinnaker2 import DNNConfig
+        from pondlib.devices.spinnaker2.dnn_graph import load_dnn_image
+        from pondlib.validate import check_file_size
 
         try:
+            check_file_size(Path(path), "DRAM image", error=ConfigError)  # the size budget, before reading
             data = Path(path).read_bytes()
         except OSError as exc:
             raise PondError(
@@ -313,7 +376,7 @@ class SpiNNaker2Device(Device):
                 fix="pass a file written by pond map model.onnx --device spinnaker2 --out FILE",
             ) from None
         try:
-            return Saved(DNNConfig.from_dram_image(data), data=data)
+            return Saved(load_dnn_image(data), data=data)
         except ConfigError as err:
             raise ConfigError(
                 f"SpiNNaker2 DRAM image {err.what}",
@@ -328,8 +391,12 @@ class SpiNNaker2Device(Device):
         input scale stored in the image, float32 division as ONNX QuantizeLinear; else ``2^input_frac``)."""
         from pondlib.devices.core.inputs import dnn_input
         from pondlib.devices.spinnaker2 import run_dram_image
+        from pondlib.devices.spinnaker2.dnn_graph import GraphConfig
+        from pondlib.devices.spinnaker2.graph_device import simulate_graph_image
 
         cfg, data = saved.config, saved.data
+        if isinstance(cfg, GraphConfig):
+            return simulate_graph_image(cfg, data, x, quantize, where)
         k = cfg.layers[0].weights.shape[0]
         scale = cfg.report.get("input_scale") if isinstance(cfg.report, dict) else None
 

@@ -800,10 +800,12 @@ def dnn_mapper(
     :data:`DNN_RULES` on the plan, raises every violation together, then builds the configuration.
 
     Args:
-        mlp: the float network. calibration: (B, K) float inputs that set the exponents.
-        limits: chip limits (default one chip). acc_bits: accumulator width (default
-        ``limits.acc_bits``, 24). overflow: ``"error"`` (a layer whose bound exceeds the accumulator is
-        a violation) or ``"wrap"``. workers: layer name -> worker count (default: the fewest that fit).
+        mlp: the float network.
+        calibration: (B, K) float inputs that set the exponents.
+        limits: chip limits (default one chip).
+        acc_bits: accumulator width (default ``limits.acc_bits``, 24).
+        overflow: ``"error"`` (a layer whose bound exceeds the accumulator is a violation) or ``"wrap"``.
+        workers: layer name -> worker count (default: the fewest that fit).
         round_shift: fold ``2^(shift-1)`` into the bias (round-half-up requantization).
 
     Raises:

@@ -117,11 +117,11 @@ def qdq_to_spinnaker2(model: QDQModel, *, acc_bits: int | None = None) -> tuple[
         m_ref = float(np.exp(np.mean(np.log(M))))
         shift, _ = pow2_error(m_ref)
         rel = float(np.max(np.abs(2.0**-shift - M) / M))
-        if shift < 0:
+        if shift < 0 or shift >= acc_bits:
             raise ONNXError(
                 "requantization scale",
-                value=float(M.max()),
-                limit="<= 1.41 (a right shift)",
+                value=float(M.max()) if shift < 0 else f"{float(M.min()):.3g} (a right shift by {shift})",
+                limit=f"in [2^-{acc_bits - 1}, 1.41] (a right shift by 0 to {acc_bits - 1} bits)",
                 where=f"layer {g0.name!r}",
                 fix="recalibrate: the output scale is finer than input x weight",
             )

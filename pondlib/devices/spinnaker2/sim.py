@@ -269,9 +269,12 @@ def lif_step(
     """One tick of a population (equations in the module docstring).
 
     Args:
-        p: parameters (N,). s: state (B, N). exc_in, inh_in: (B, N) non-negative integer sums of the
-        arriving exc / inh weight magnitudes (below 2^53). has_current: ``lif_curr_exp`` (True) or
-        ``lif``. options: comparison, reset, fma and order.
+        p: parameters (N,).
+        s: state (B, N).
+        exc_in, inh_in: (B, N) non-negative integer sums of the arriving exc / inh weight magnitudes
+            (below 2^53).
+        has_current: ``lif_curr_exp`` (True) or ``lif``.
+        options: comparison, reset, fma and order.
 
     Returns:
         ``(spikes (B, N) bool, new state)``.

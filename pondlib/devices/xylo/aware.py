@@ -50,9 +50,10 @@ from typing import Any
 
 import numpy as np
 
+from pondlib.devices.core.rules import raise_violations
 from pondlib.devices.xylo.aware_lif import XyloLIF, dash_for_tau
 from pondlib.devices.xylo.limits import XYLO_AUDIO3, XyloLimits, get_limits
-from pondlib.errors import GraphError, PondError
+from pondlib.errors import GraphError, PondError, Violation
 from pondlib.nn.combinators import Sequential, linear_lif_pairs
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
@@ -141,6 +142,7 @@ def xylo_aware(
             fix="pass e.g. the LIF's own surrogate (None)",
         )
     pairs = _pairs(net)
+    _check_fits(pairs, lim)
     layers = []
     for i, (lin, lif) in enumerate(pairs):
         last = i == len(pairs) - 1
@@ -171,6 +173,24 @@ def xylo_aware(
             )
         )
     return Sequential(*layers)
+
+
+def _check_fits(pairs: list, lim: XyloLimits) -> None:
+    """The size rules of the mapper (input channels, hidden and output neurons, synapses) on the twin's
+    network, all at once: a twin the chip cannot hold would train, then fail at export."""
+    hidden = [lif for _, lif in pairs[:-1]]
+    out = pairs[-1][1]
+    n_hid = sum(int(lif.n_neurons) for lif in hidden)
+    k = max((int(lif.n_synapses) for lif in hidden), default=1)
+    fix = "use a smaller network, or a Xylo variant with more neurons (limits=...)"
+    checks = (
+        ("max_input_channels", "0_Linear", int(pairs[0][0].n_in), lim.n_input),
+        ("max_hidden_neurons", "hidden layers", n_hid, lim.n_hidden),
+        ("max_output_neurons", "output LIF", int(out.n_neurons), lim.n_output),
+        ("max_synapses", "hidden LIFs", k, lim.n_synapses),
+        ("output_single_synapse", "output LIF", int(out.n_synapses), 1),
+    )
+    raise_violations([Violation(rule, where, v, cap, fix) for rule, where, v, cap in checks if v > cap], lim.name)
 
 
 def to_float(net: Any) -> Sequential:

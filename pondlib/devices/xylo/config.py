@@ -67,7 +67,7 @@ import numpy as np
 from pondlib.devices.xylo.limits import XyloLimits, get_limits
 from pondlib.devices.xylo.specification import Specification
 from pondlib.errors import ConfigError, PondError
-from pondlib.validate import check_readable_file, check_writable_file
+from pondlib.validate import check_npy_sizes, check_readable_file, check_writable_file
 
 __all__ = [
     "XyloConfig",
@@ -326,6 +326,7 @@ class XyloConfig:
         fix = "pass a file written by XyloConfig.save"
         p = check_readable_file(path, "configuration file", error=ConfigError, suffix=".npz")
         where = str(p)
+        check_npy_sizes(p, "configuration file", error=ConfigError)  # the size budget, before np.load allocates
         try:
             fh = open(p, "rb")  # closed below (np.load leaks the handle it opens when the zip is bad)
         except OSError as exc:

@@ -39,6 +39,11 @@ spikes instead of 4) and a note says so when the file implies a different dt.
 0); a file cannot say which one its network was trained with. ``reset="v_reset"`` (default) follows
 the current standard; ``"subtract"`` subtracts the threshold; ``"zero"`` forces 0.
 
+**4. The exporter's discrete rules.** ``convention="snntorch"`` (``"lava"``, ``"norse"``, ``"rockpool"``,
+``"sinabs"``, ``"spyx"``) also applies how that framework ran its networks: snnTorch's reset computed
+from the stored membrane, Lava's one-step synaptic delay and (``numerics="int"``) its fixed-point CUBA;
+the table and the equations are in :mod:`pondlib.interop.nir.exporters` (:data:`EXPORTER_RULES`).
+
 **Graphs.** Edges into one node add. Nested ``NIRGraph`` cells are inlined (names joined with ``.``).
 Cycles (recurrent weights) are cut at the outputs of neurons: a recurrent edge carries the previous
 step's output (:class:`~pondlib.nn.graphnet.GraphNetwork`). A plain chain with a flat input imports
@@ -69,6 +74,7 @@ Example (round trip):
 """
 
 from pondlib.interop.nir.common import CONVENTIONS, FORMAT_VERSION
+from pondlib.interop.nir.exporters import EXPORTER_RULES
 from pondlib.interop.nir.reader import IMPORTERS, NIRImport, from_nir, load_nir, read_graph
 from pondlib.interop.nir.writer import EXPORTERS, to_nir, write
 
@@ -83,4 +89,5 @@ __all__ = [
     "EXPORTERS",
     "CONVENTIONS",
     "FORMAT_VERSION",
+    "EXPORTER_RULES",
 ]

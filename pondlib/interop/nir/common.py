@@ -23,6 +23,7 @@ CONVENTIONS: dict[str, str] = {
     "norse": "unit",
     "sinabs": "unit",
     "rockpool": "rockpool",
+    "spyx": "unknown",
     "unknown": "unknown",
 }
 #: Reset modes of imported spiking neurons.

@@ -11,16 +11,18 @@ from typing import Any
 import numpy as np
 
 from pondlib.errors import GraphError, NIRError, PondError
+from pondlib.interop.nir._budget import check_sizes
 from pondlib.interop.nir._detect import detect_convention
 from pondlib.interop.nir._fields import _arr, _graph_edges, _graph_nodes, _int, _ints, _meta, _mstr, _port, _shape_of
 from pondlib.interop.nir.common import RESETS
 from pondlib.interop.nir.common import nir_package as _nir
+from pondlib.interop.nir.exporters import EXPORTER_RULES, NUMERICS, ExporterRule, LavaCubaLIF, SnnTorchNeuron
 from pondlib.nn import LIF, Linear, Residual, Sequential, neurons
 from pondlib.nn.graphnet import INPUT, OUTPUT, GraphNetwork
 from pondlib.nn.layers import AvgPool2d, Conv1d, Conv2d, Delay, Flatten, Scale, SumPool2d
 from pondlib.nn.neurons import Threshold
 from pondlib.nn.surrogate import Surrogate
-from pondlib.validate import check_choice, check_readable_file
+from pondlib.validate import check_choice, check_float, check_readable_file
 
 __all__ = ["read_graph", "NIRImport", "IMPORTERS", "load_nir", "from_nir"]
 
@@ -64,6 +66,7 @@ def read_graph(path: Any, *, notes: list[str] | None = None) -> Any:
         )
     p = check_readable_file(path, "NIR file", error=NIRError, suffix=".nir")
     errors = _read_errors()
+    check_sizes(p, errors)  # declared dataset sizes against the budget before nir.read allocates them
     try:
         return nir.read(str(p))
     except errors as first:
@@ -184,6 +187,9 @@ class NIRImport:
         dt: the step in seconds.
         reset: the reset mode used for spiking neurons.
         notes: one line per assumption, detection result or repair.
+        exporter: the framework whose discrete rules were applied
+            (:data:`~pondlib.interop.nir.exporters.EXPORTER_RULES`), or None.
+        numerics: ``"float"`` or ``"int"`` (Lava's fixed-point CUBA).
     """
 
     module: Any
@@ -191,6 +197,8 @@ class NIRImport:
     dt: float
     reset: str
     notes: list[str] = field(default_factory=list)
+    exporter: str | None = None
+    numerics: str = "float"
 
 
 @dataclass
@@ -200,6 +208,9 @@ class _Ctx:
     reset: str
     decay: str
     notes: list[str]
+    rule: ExporterRule | None = None
+    numerics: str = "float"
+    weight_scale: float = 1.0
 
 
 def _imp_linear(node, name, in_shape, ctx):
@@ -210,6 +221,8 @@ def _imp_linear(node, name, in_shape, ctx):
             "weight shape", value=w.shape, limit="(N_out, N_in)", where=name, fix="pondlib imports 2-D weights only"
         )
     bias = _arr(node, "bias", name).reshape(-1) if hasattr(node, "bias") else False
+    if ctx.numerics == "int":  # Lava's integer weights (exporters.py)
+        w, bias = _integer_weights(w, name, ctx), (bias if bias is False else _integer_weights(bias, name, ctx))
     return Linear(w.shape[1], w.shape[0], weight=w.T, bias=bias), (w.shape[0],)
 
 
@@ -330,9 +343,34 @@ def _neuron(cls_name: str, params: tuple[str, ...], spiking: bool, renames: dict
             m = getattr(neurons, cls_name)(shape, dt=ctx.dt, **kwargs)
         except PondError as err:
             raise _nir_error(err, name, f"cannot build {cls_name}") from None
-        return m, shape
+        return _exporter_neuron(m, cls_name, name, ctx), shape
 
     return imp
+
+
+def _integer_weights(w: np.ndarray, name: str, ctx: _Ctx) -> np.ndarray:
+    """``rint(weight_scale * w)`` for Lava's integer numerics; a value that was not whole is noted."""
+    q = np.rint(w * ctx.weight_scale)
+    if not np.array_equal(q, w * ctx.weight_scale):
+        ctx.notes.append(f"{name}: weights x {ctx.weight_scale:g} rounded to integers (Lava numerics)")
+    return q
+
+
+def _exporter_neuron(m: Any, cls_name: str, name: str, ctx: _Ctx) -> Any:
+    """``m`` run by the exporter's rules (:mod:`pondlib.interop.nir.exporters`)."""
+    if ctx.numerics == "int":
+        if cls_name != "CubaLIF":
+            raise NIRError(
+                "Lava integer numerics",
+                value=cls_name,
+                limit="CubaLIF neurons (Lava's CUBA)",
+                where=name,
+                fix="import with numerics='float'",
+            )
+        return LavaCubaLIF.from_cuba(m, ctx.weight_scale)
+    if ctx.rule is not None and ctx.rule.snntorch_reset and getattr(m, "reset", None) in ("subtract", "zero"):
+        return SnnTorchNeuron(m)
+    return m
 
 
 def _imp_pondlib_lif(node, rec_weight, name, ctx):
@@ -548,6 +586,7 @@ def _import_modules(nodes: dict, edges: list, s_in: str, in_shape: tuple, ctx: _
         preds.setdefault(b, []).append(a)
     modules: dict[str, Any] = {}
     pending = list(nodes)
+    cyclic = _cyclic_nodes(edges)
     while pending:
         progressed = False
         for k in list(pending):
@@ -555,6 +594,13 @@ def _import_modules(nodes: dict, edges: list, s_in: str, in_shape: tuple, ctx: _
             if not known and _needs_input_shape(nodes[k]):
                 continue
             m, shp = _import_node(nodes[k], k, known[0] if known else None, ctx)
+            if (
+                ctx.rule is not None
+                and ctx.rule.synapse_delay
+                and k not in cyclic
+                and type(nodes[k]).__name__ in _WEIGHTS
+            ):
+                m = Sequential(m, Delay(shp, delay=ctx.rule.synapse_delay * ctx.dt, dt=ctx.dt))
             modules[k], out_shapes[k] = m, tuple(shp)
             pending.remove(k)
             progressed = True
@@ -563,6 +609,28 @@ def _import_modules(nodes: dict, edges: list, s_in: str, in_shape: tuple, ctx: _
                 "cannot infer shapes", value=sorted(pending), where="graph", fix="connect every node to the Input"
             )
     return modules, out_shapes, preds
+
+
+_WEIGHTS = ("Affine", "Linear", "Conv1d", "Conv2d")
+
+
+def _cyclic_nodes(edges: list) -> set[str]:
+    """The nodes on a cycle (recurrent weights: pondlib already delays those edges one step)."""
+    succ: dict[str, list[str]] = {}
+    for a, b in edges:
+        succ.setdefault(a, []).append(b)
+    out = set()
+    for start in succ:
+        seen, todo = set(), list(succ[start])
+        while todo:
+            n = todo.pop()
+            if n == start:
+                out.add(start)
+                break
+            if n not in seen:
+                seen.add(n)
+                todo.extend(succ.get(n, []))
+    return out
 
 
 def _output_shape(got: list[tuple], s_out: str, out_decl: Any, notes: list[str]) -> tuple:
@@ -610,7 +678,14 @@ def _network(modules: dict, edges: list, s_in: str, s_out: str, in_shape: tuple,
 
 
 def load_nir(
-    source: Any, *, dt: float | None, convention: str = "auto", reset: str = "v_reset", decay: str | None = None
+    source: Any,
+    *,
+    dt: float | None,
+    convention: str = "auto",
+    reset: str | None = None,
+    decay: str | None = None,
+    numerics: str = "float",
+    weight_scale: float = 1.0,
 ) -> NIRImport:
     """Import a NIR file or ``nir.NIRGraph`` and report every assumption.
 
@@ -618,9 +693,14 @@ def load_nir(
         source: a path to a ``.nir`` file, or a ``nir.NIRGraph``.
         dt: the simulation step in seconds; ``None`` takes it from the file where the convention
             implies it (pondlib metadata, ``r = tau/dt``, Rockpool), else raises ``NIRError``.
-        convention: ``"auto"`` or one of :data:`CONVENTIONS` (see the module docstring).
-        reset: ``"v_reset"`` (NIR >= 1.0.6, default), ``"zero"`` or ``"subtract"`` (NIR <= 1.0.5).
+        convention: ``"auto"`` or one of :data:`CONVENTIONS` (see the module docstring); an exporter's
+            name (``"snntorch"``, ``"lava"``, ``"norse"``, ``"rockpool"``, ``"sinabs"``, ``"spyx"``)
+            also applies its discrete rules (:mod:`pondlib.interop.nir.exporters`).
+        reset: ``"v_reset"`` (NIR >= 1.0.6), ``"zero"`` or ``"subtract"`` (NIR <= 1.0.5); None (default):
+            the exporter's reset, else ``"v_reset"``.
         decay: override the leak discretization (``"euler"`` or ``"exp"``).
+        numerics: ``"float"`` (default) or ``"int"``: Lava's fixed-point CUBA (``convention="lava"``).
+        weight_scale: Lava numerics: integer weights and thresholds are ``rint(weight_scale * w)``.
 
     Returns:
         :class:`NIRImport` with the module, the convention, dt, reset and notes.
@@ -631,11 +711,27 @@ def load_nir(
     """
     notes: list[str] = []
     graph = _source_graph(source, notes)
+    rule = EXPORTER_RULES.get(convention) if isinstance(convention, str) else None
+    reset = reset if reset is not None else (rule.reset if rule is not None else "v_reset")
     check_choice(reset, "reset", RESETS, error=NIRError, fix="pass reset='v_reset', 'zero' or 'subtract'")
+    check_choice(numerics, "numerics", NUMERICS, error=NIRError, fix="pass numerics='float' or 'int'")
+    if numerics == "int" and (rule is None or not rule.integer):
+        raise NIRError(
+            "integer numerics",
+            value=f"convention={convention!r}",
+            limit="convention='lava' (the one exporter with integer numerics)",
+            where="load_nir",
+            fix="pass convention='lava', or numerics='float'",
+        )
     if decay is not None:
         check_choice(decay, "decay", ("euler", "exp"), error=NIRError, fix="pass 'euler' or 'exp' (or None)")
     conv, dt, auto_decay = detect_convention(graph, dt, convention, notes)
-    ctx = _Ctx(float(dt), conv, reset, decay or auto_decay, notes)
+    weight_scale = check_float(
+        weight_scale, "weight_scale", lo=0.0, lo_open=True, where="load_nir", error=NIRError, fix="pass e.g. 1.0"
+    )
+    ctx = _Ctx(float(dt), conv, reset, decay or auto_decay, notes, rule, numerics, weight_scale)
+    if rule is not None:
+        notes.append(f"exporter rules: {convention} ({rule.source}); numerics {numerics}")
     notes.append(
         f"reset: {reset}"
         + (
@@ -651,7 +747,7 @@ def load_nir(
     got = [out_shapes[p] for p in preds.get(s_out, []) if p in out_shapes]
     out_shape = _output_shape(got, s_out, out_decl, notes)
     module = _network(modules, edges, s_in, s_out, in_shape, out_shape)
-    return NIRImport(module, conv, float(dt), reset, notes)
+    return NIRImport(module, conv, float(dt), reset, notes, convention if rule is not None else None, numerics)
 
 
 def _needs_input_shape(node: Any) -> bool:
@@ -680,7 +776,14 @@ def _as_chain(net: Any, sequential: type) -> Any:
 
 
 def from_nir(
-    source: Any, *, dt: float | None, convention: str = "auto", reset: str = "v_reset", decay: str | None = None
+    source: Any,
+    *,
+    dt: float | None,
+    convention: str = "auto",
+    reset: str | None = None,
+    decay: str | None = None,
+    numerics: str = "float",
+    weight_scale: float = 1.0,
 ) -> Any:
     """Import a NIR file or graph as a pondlib module (:func:`load_nir` without the report).
 
@@ -693,4 +796,6 @@ def from_nir(
         >>> np.flatnonzero(np.asarray(net(x)[0][:, 0])).tolist()
         [460, 510, 710, 760]
     """
-    return load_nir(source, dt=dt, convention=convention, reset=reset, decay=decay).module
+    return load_nir(
+        source, dt=dt, convention=convention, reset=reset, decay=decay, numerics=numerics, weight_scale=weight_scale
+    ).module

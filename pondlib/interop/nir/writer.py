@@ -13,7 +13,7 @@ from pondlib.interop.nir.common import FORMAT_VERSION
 from pondlib.interop.nir.common import nir_package as _nir
 from pondlib.nn import LIF, Linear, Residual, Sequential, layers, neurons
 from pondlib.nn.graphnet import INPUT, OUTPUT, GraphNetwork
-from pondlib.validate import check_writable_file
+from pondlib.validate import check_type, check_writable_file
 
 __all__ = ["EXPORTERS", "to_nir", "write"]
 
@@ -291,6 +291,10 @@ def to_nir(module: Any) -> Any:
     nir = _nir()
     if isinstance(module, nir.NIRGraph):
         return module
+    import equinox as eqx
+
+    check_type(module, "module", eqx.Module, where="to_nir", error=NIRError,
+               fix="pass a pondlib.nn network (e.g. nn.Sequential(...)) or a nir.NIRGraph")  # fmt: skip
 
     dt = _first_dt(module)
     meta = {"pondlib_format": FORMAT_VERSION, "pondlib_dt": float(dt)}

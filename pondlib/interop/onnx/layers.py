@@ -22,9 +22,9 @@ import numpy as np
 
 from pondlib.errors import ONNXError
 from pondlib.graph.dnn import LAYER_OPS, FloatLayer, FloatModel
-from pondlib.validate import as_float_array
+from pondlib.validate import as_array, as_float_array, check_elements
 
-__all__ = ["FloatLayer", "FloatModel", "run_float", "LAYER_OPS"]
+__all__ = ["FloatLayer", "FloatModel", "run_float", "check_layer_params", "LAYER_OPS"]
 
 
 def _windows(xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dil: Sequence[int], out: Sequence[int]):
@@ -103,6 +103,25 @@ def _softmax(x: np.ndarray, axis: int, opset: int, log: bool) -> np.ndarray:
     return y.reshape(shape)
 
 
+def check_layer_params(layers: Sequence[FloatLayer]) -> None:
+    """Every layer's sizes within the size budget and its array parameters finite real numbers.
+
+    Raises:
+        ONNXError: naming the layer and the first bad element (``weight[1, 2]``): a NaN or infinite weight
+            would make every output NaN; a declared output beyond :data:`~pondlib.validate.MAX_ELEMENTS`.
+    """
+    for layer in layers:
+        if not isinstance(layer, FloatLayer):
+            raise ONNXError("layer", value=type(layer).__name__, limit="a FloatLayer", where="run_float",
+                            fix="pass a FloatModel from load_onnx or its layers")  # fmt: skip
+        where = f"layer {layer.name!r} ({layer.op})"
+        check_elements(tuple(layer.out_shape), "output", where=where, error=ONNXError)
+        for key, value in layer.params.items():
+            if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+                fix = "remove NaN/infinite values from the model's weights (re-export a trained model)"
+                as_array(value, key, where=where, error=ONNXError, allow_empty=True, fix=fix)
+
+
 def run_float(model: FloatModel | Sequence[FloatLayer], x: Any, *, tail: bool = True) -> np.ndarray:
     """Evaluate an imported float model on ``x`` (batch first: ``(B, *input_shape)``) in float64.
 
@@ -118,7 +137,11 @@ def run_float(model: FloatModel | Sequence[FloatLayer], x: Any, *, tail: bool = 
         >>> run_float(FloatModel((fc,), "x", (3,), ("Softmax", 1, 13)), np.ones((1, 3))).tolist()
         [[0.5, 0.5]]
     """
+    if not isinstance(model, (FloatModel, list, tuple)):
+        raise ONNXError("model", value=type(model).__name__, limit="a FloatModel or a sequence of FloatLayers",
+                        where="run_float", fix="import the model with load_onnx")  # fmt: skip
     layers = model.layers if isinstance(model, FloatModel) else tuple(model)
+    check_layer_params(layers)
     h = as_float_array(x, "x", where="run_float", error=ONNXError, ndim=None, fix="pass finite float input (B, ...)")
     if isinstance(model, FloatModel) and tuple(h.shape[1:]) != tuple(model.input_shape):
         raise ONNXError(

@@ -59,15 +59,19 @@ def parse_model(path_or_model: Any) -> tuple[Any, str]:
     import onnx
     from google.protobuf.message import DecodeError
 
-    from pondlib.validate import check_readable_file
+    from pondlib.validate import check_file_size, check_readable_file
 
+    folder = None
     if isinstance(path_or_model, onnx.ModelProto):
+        _inline_external(path_or_model, None, "model")  # refuses external data: no folder to resolve it in
+        _check_budget(path_or_model, "model")
         return path_or_model, "model"
     if isinstance(path_or_model, (bytes, bytearray)):
         data, where = bytes(path_or_model), "bytes"
     else:
         path = check_readable_file(path_or_model, "ONNX file", error=ONNXError, suffix=".onnx")
-        data, where = path.read_bytes(), os.fspath(path)
+        check_file_size(path, "ONNX file", error=ONNXError)
+        data, where, folder = path.read_bytes(), os.fspath(path), path.parent
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
@@ -87,7 +91,73 @@ def parse_model(path_or_model: Any) -> tuple[Any, str]:
             where=where,
             fix="pass a complete .onnx file (truncated or not ONNX at all?)",
         )
+    _inline_external(model, folder, where)
+    _check_budget(model, where)
     return model, where
+
+
+def _check_budget(model: Any, where: str) -> None:
+    """Every initializer's and graph input's declared size within the size budget (nothing allocated yet)."""
+    from pondlib.validate import check_elements
+
+    for t in model.graph.initializer:
+        check_elements([int(d) for d in t.dims], f"initializer {t.name!r}", where=where, error=ONNXError)
+
+
+#: Bytes per element of the ONNX element types external data may hold.
+_ITEMSIZE = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
+
+
+def _external_tensors(model: Any) -> list:
+    """The tensors of ``model`` (initializers, top-level tensor attributes) whose data are stored outside it."""
+    tensors = list(model.graph.initializer)
+    for node in model.graph.node:
+        for a in node.attribute:
+            tensors += ([a.t] if a.HasField("t") else []) + list(a.tensors)
+    return [t for t in tensors if t.data_location == 1 or len(t.external_data)]
+
+
+def _inline_external(model: Any, folder: Any, where: str) -> None:
+    """Read every external tensor of ``model`` (parsed by us from the file in ``folder``) into the model.
+
+    The rule (README, security): a ``location`` is resolved against the model's folder, never the working
+    directory, and must stay inside it (:func:`~pondlib.validate.resolve_inside`: no absolute path, no ``..``
+    or link out of it); the declared size is checked against the size budget and against ``offset``/``length``
+    and the file's size before a byte is read. A ModelProto or bytes with external data have no folder: refused.
+    """
+    from pondlib.validate import check_elements, resolve_inside
+
+    for t in _external_tensors(model):
+        label = f"{where}: tensor {t.name!r}"
+        if folder is None:
+            raise ONNXError(
+                "external tensor data", value=t.name, limit="tensors inside the model, or a model read from its path",
+                where=where, fix="pass the .onnx file's path (its external data are read from its folder)",
+            )  # fmt: skip
+        info = {e.key: e.value for e in t.external_data}
+        path = resolve_inside(folder, info.get("location"), "external data", where=label, error=ONNXError)
+        dims = [int(d) for d in t.dims]
+        count = check_elements(dims, "external tensor", where=label, error=ONNXError)
+        if t.data_type not in _ITEMSIZE:
+            raise ONNXError("external tensor type", value=t.data_type, limit="a numeric element type", where=label,
+                            fix="store the tensor inside the model")  # fmt: skip
+        need = count * _ITEMSIZE[t.data_type]
+        try:
+            offset, length = int(info.get("offset", 0)), int(info.get("length", need))
+        except ValueError:
+            offset, length = -1, -1
+        size = path.stat().st_size
+        if offset < 0 or length != need or offset + length > size:
+            raise ONNXError(
+                "external data range", value=f"offset {info.get('offset', 0)}, length {info.get('length', need)}",
+                limit=f"{need} bytes ({count} elements) within the {size} bytes of {path.name}", where=label,
+                fix="re-save the model with onnx.save(..., save_as_external_data=True)",
+            )  # fmt: skip
+        with open(path, "rb") as f:
+            f.seek(offset)
+            t.raw_data = f.read(length)
+        del t.external_data[:]
+        t.data_location = 0
 
 
 def is_standard_op(op: str, domain: str) -> bool:

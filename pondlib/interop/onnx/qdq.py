@@ -199,7 +199,30 @@ def _layer(chain: _Chain, op: Any, kind: str, s_x: float, zp_x: int, shape: tupl
     if kind == "reshape" and (s_y != s_x or zp_y != zp_x):
         raise _unsupported(nxt, "reshape requantization", (s_x, s_y), "the same scale", "re-quantize")
     layer = QDQLayer(out_scale=s_y, out_zp=zp_y, out_signed=out_signed, out_shape=tuple(oshape), **p)
+    _check_multiplier(layer, nxt)
     return layer, nxt.output[0]
+
+
+#: Requantization multipliers ``M = s_x s_w / s_y`` an int32 multiplier and shift can hold (a smaller one
+#: rounds to a zero multiplier, every output a constant; a larger one overflows the accumulator).
+M_RANGE = (2.0**-31, 2.0**31)
+
+
+def _check_multiplier(layer: QDQLayer, node: Any) -> None:
+    """Refuse a layer whose requantization multiplier no integer multiplier/shift pair represents."""
+    if layer.kind == "reshape":
+        return
+    m = layer.multiplier
+    bad = (m < M_RANGE[0]) | (m > M_RANGE[1]) | ~np.isfinite(m)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise _unsupported(
+            node,
+            f"requantization multiplier M = s_x s_w / s_y of layer {layer.name!r}",
+            f"{float(m[i]):.3g} (channel {i}; output scale {layer.out_scale:.3g})",
+            "in [2^-31, 2^31] (outside it every integer output is a constant or overflows)",
+            "recalibrate the output scale (quantize_static on representative data)",
+        )
 
 
 def load_qdq(path_or_model: Any, *, input_shape: Any = None) -> QDQModel:

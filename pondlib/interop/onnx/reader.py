@@ -35,7 +35,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pondlib.errors import ONNXError
-from pondlib.interop.onnx.layers import FloatLayer, FloatModel
+from pondlib.interop.onnx.layers import FloatLayer, FloatModel, check_layer_params
+from pondlib.validate import check_elements
 
 __all__ = ["MIN_OPSET", "FLOAT_OPS", "QDQ_OPS", "read_model", "load_onnx", "Graph"]
 
@@ -121,12 +122,14 @@ class Graph:
     """Walks an ONNX graph: constants (initializers, folded constant ops), tensor shapes, consumers."""
 
     def __init__(self, model: Any, input_shape: Any = None) -> None:
-        from onnx import numpy_helper
 
         self.model = model
         self.opset = _opset(model, "model")
         g = model.graph
-        self.const: dict[str, np.ndarray] = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+        self.const: dict[str, np.ndarray] = {}
+        for i in g.initializer:  # declared size checked before the tensor is allocated
+            check_elements([int(d) for d in i.dims], f"initializer {i.name!r}", where="model", error=ONNXError)
+            self.const[i.name] = _to_array(i, f"initializer {i.name!r}")
         inputs = [i for i in g.input if i.name not in self.const]
         if len(inputs) != 1 or len(g.output) != 1:
             raise ONNXError(
@@ -171,6 +174,7 @@ class Graph:
                     where="load_onnx",
                     fix="pass the full input shape, e.g. (1, 3, 32, 32)",
                 )
+            check_elements(shape[1:], f"input {self.input.name!r}", where="load_onnx", error=ONNXError)
             return tuple(int(v) for v in shape[1:])
         if len(dims) < 2:
             raise ONNXError(
@@ -185,7 +189,10 @@ class Graph:
                 where=f"input {self.input.name!r}",
                 fix="pass input_shape=(B, ...) with every size",
             )
-        return tuple(int(d.dim_value) for d in dims[1:])
+        shape = tuple(int(d.dim_value) for d in dims[1:])
+        check_elements(shape, f"input {self.input.name!r}", where="model", error=ONNXError,
+                       fix="a model input of at most that many features per sample; nothing was allocated")  # fmt: skip
+        return shape
 
     def node_attrs(self, node: Any) -> dict:
         return _attrs(node)
@@ -194,11 +201,11 @@ class Graph:
         """Evaluate ``node`` on constants (True when folded into :attr:`const`)."""
         op, a = node.op_type, _attrs(node)
         if op == "Constant":
-            from onnx import numpy_helper
-
             if "value" not in a:
                 raise _unsupported(node, "Constant attribute", sorted(a), "value", "export the constant as a tensor")
-            self.const[node.output[0]] = numpy_helper.to_array(a["value"])
+            t = a["value"]
+            check_elements([int(d) for d in t.dims], "Constant value", where=f"node {node.name!r}", error=ONNXError)
+            self.const[node.output[0]] = _to_array(t, f"node {node.name or node.output[0]!r} (Constant)")
             return True
         if op == "Shape" and node.input[0] in shapes:
             self.const[node.output[0]] = np.array((self.batch,) + shapes[node.input[0]], dtype=np.int64)
@@ -207,6 +214,30 @@ class Graph:
         if not ins or not all(n in self.const for n in ins):
             return False
         v = [self.const[n] for n in ins]
+        try:
+            out = self._fold_value(node, op, a, v)
+        except (ValueError, IndexError, TypeError, KeyError, ZeroDivisionError, FloatingPointError) as err:
+            raise _unsupported(
+                node,
+                "constant folding",
+                f"{type(err).__name__}: {str(err)[:120]}",
+                "constant inputs of matching shapes and valid indices",
+                "re-export the model",
+            ) from None
+        if out is None:
+            return False
+        self.const[node.output[0]] = np.asarray(out)
+        return True
+
+    def _fold_value(self, node: Any, op: str, a: dict, v: list) -> Any:
+        """The value of a constant-only ``node`` (None: not foldable); output sizes checked before computing."""
+        where = f"node {node.name or node.output[0]!r} ({op})"
+        if op == "Gather":
+            ax = int(a.get("axis", 0)) % max(v[0].ndim, 1)
+            check_elements(v[0].shape[:ax] + v[1].shape + v[0].shape[ax + 1 :], "Gather output", where=where,
+                           error=ONNXError)  # fmt: skip
+        elif op in ("Mul", "Div", "Sub", "Add"):
+            check_elements(np.broadcast_shapes(v[0].shape, v[1].shape), f"{op} output", where=where, error=ONNXError)
         if op == "Gather":
             out = np.take(v[0], v[1], axis=a.get("axis", 0))
         elif op == "Concat":
@@ -236,9 +267,20 @@ class Graph:
             if op == "Div" and v[0].dtype.kind in "iu":
                 out = v[0] // v[1]
         else:
-            return False
-        self.const[node.output[0]] = np.asarray(out)
-        return True
+            return None
+        return out
+
+
+def _to_array(proto: Any, where: str) -> np.ndarray:
+    """A TensorProto as numpy, a malformed one (data not matching its dims or type) as an ONNXError."""
+    from onnx import numpy_helper
+
+    try:
+        return numpy_helper.to_array(proto)
+    except (ValueError, TypeError, KeyError) as err:
+        raise ONNXError("tensor data", value=f"{type(err).__name__}: {str(err)[:120]}",
+                        limit="data matching the declared dims and type", where=where,
+                        fix="re-export the model (truncated or corrupted tensor?)") from None  # fmt: skip
 
 
 def _ints(a: dict, key: str, n: int, default: int) -> list[int]:
@@ -626,4 +668,5 @@ def _import_float(g: Graph) -> FloatModel:
         raise ONNXError("graph output", value=g.output, limit="computed from the input", where="graph", fix="re-export")
     if imp.index[g.output] != len(imp.layers) - 1:
         raise ONNXError("graph output", value=g.output, limit="the last layer's output", where="graph", fix="re-export")
+    check_layer_params(imp.layers)
     return FloatModel(tuple(imp.layers), g.input.name, g.input_shape, imp.tail, g.opset, tuple(imp.notes))

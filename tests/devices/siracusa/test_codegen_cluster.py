@@ -161,6 +161,29 @@ def test_digits_mlp_on_the_emulated_cluster(digits, tmp_path):
     assert runs[8].span_per_step < runs[1].span_per_step / 3  # output channels over the cores
 
 
+@pytest.mark.slow
+def test_weights_that_do_not_fit_l2_go_to_l3(digits, tmp_path):
+    """An L2 that holds the activations and the smaller weights: the largest weights move to L3, the DMA reads
+    them there (at L3's rate), the outputs stay bit-exact."""
+    from pondlib.codegen.cluster import build_cluster, run_cluster
+
+    cfg, x = digits
+    _, full = emit_chain_cluster_report(cfg, name="digits", l1_bytes=2000)
+    assert full.l3_bytes == 0
+    prog, rep = emit_chain_cluster_report(cfg, name="digits", l1_bytes=2000, l2_bytes=full.l2_need - 1)
+    assert 0 < rep.l3_bytes and rep.l2_need <= full.l2_need - 1 and rep.l2_need + rep.l3_bytes == full.l2_need
+    assert any("L3:" in n for n in prog.notes) and "POND_L3" in prog.sources[f"{prog.name}.c"]
+    runs = {}
+    for where, p in (("l2", emit_chain_cluster(cfg, name="digits", l1_bytes=2000)), ("l3", prog)):
+        runs[where] = run_cluster(build_cluster(p, tmp_path / where, cores=2), x[:1])
+        assert np.array_equal(runs[where].y.astype(np.int64), SiracusaSim(cfg).evolve(x[:1])[0])
+    steps = runs["l3"].steps
+    assert runs["l2"].dma_l3_bytes == 0 and runs["l3"].dma_l3_bytes == steps * rep.l3_bytes
+    assert runs["l3"].cycles > runs["l2"].cycles  # L3 is slower than L2
+    with pytest.raises(CodegenError, match=r"L2 bytes.*activations.*l2_bytes = 64"):
+        emit_chain_cluster(cfg, l2_bytes=64)
+
+
 # -- bad input and the device ---------------------------------------------------------------------------------------
 _CFG = SiracusaConfig(layers=(QGemm("fc", weight=np.ones((32, 16), dtype=int), requant=RequantShift(mul=1)),),
                       n_input=32)  # fmt: skip

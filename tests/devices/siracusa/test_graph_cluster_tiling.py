@@ -143,15 +143,15 @@ def test_halo_tiles_equal_graphsim_on_the_host(halo):
 
 def test_halo_dma_bytes_count_the_halo_rows_exactly():
     """Conv 3x3, pad 1, on a 1 x 1 x 8 x 4 input (int32 in x): two tiles of 4 output rows read input rows 0..4
-    and 3..7 (5 rows each: rows 3 and 4 twice), 2 x 5 x 4 x 4 B in; out 2 channels x 8 x 4 int16 = 128 B, one
-    transfer per tile and output channel."""
+    and 3..7 (5 rows each: rows 3 and 4 twice), 2 x 5 x 4 x 4 B in; out 2 channels x 8 x 4 int16 = 128 B; per
+    tile one 2-D transfer in (its rows of every plane) and one out (its rows of both channels)."""
     conv = Node("c", "Conv", ("x", "w"), ("y",), {"pads": [1, 1, 1, 1]})
     g = OpGraph((TensorInfo("x", (1, 1, 8, 4), "int8"),), (TensorInfo("y", (1, 2, 8, 4), "int64"),), (conv,),
                 {"w": np.ones((2, 1, 3, 3))})  # fmt: skip
     _, rep = emit_cluster_report(g, cores=2, l1_bytes=200, double_buffer=False)
     r = rep.rows[0]
     assert (r.mode, r.n_tiles, r.tile_rows, r.in_rows) == ("halo", 2, 4, 6)
-    assert r.dma_bytes == 2 * 5 * 4 * 4 + 128 and r.dma_transfers == 2 + 2 * 2 and r.l1_bytes == 6 * 16 + 64
+    assert r.dma_bytes == 2 * 5 * 4 * 4 + 128 and r.dma_transfers == 2 + 2 and r.l1_bytes == 6 * 16 + 64
     _, whole = emit_cluster_report(g, cores=2, l1_bytes=400, double_buffer=False)
     assert (whole.rows[0].mode, whole.rows[0].dma_bytes, whole.rows[0].dma_transfers) == ("whole", 128 + 128, 2)
     _, db = emit_cluster_report(g, cores=2, l1_bytes=200, double_buffer=True)  # 2 x 4 input rows + 2 output rows
