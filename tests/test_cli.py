@@ -81,9 +81,8 @@ def fast_demo(tmp_path_factory):
 
 
 def test_fast_demo_runs_and_reports_every_device(fast_demo):
-    code, out, _, seconds = fast_demo
+    code, out, _, _seconds = fast_demo  # the time is a benchmark's matter (benchmarks/), not asserted here
     assert code == 0
-    assert seconds < 90  # about 15-25 s; generous on a loaded machine
     accs = {
         d: (float(f), float(c)) for d, f, c in re.findall(r"accuracy on (.+?): float ([\d.]+)%, device ([\d.]+)%", out)
     }

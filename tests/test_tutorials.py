@@ -8,7 +8,6 @@ non-interactive matplotlib backend.
 from __future__ import annotations
 
 import runpy
-import time
 from pathlib import Path
 
 import pytest
@@ -25,9 +24,6 @@ def test_tutorials_are_found():
 def test_tutorial_runs(path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    start = time.perf_counter()
     namespace = runpy.run_path(str(path), run_name="__main__")
-    elapsed = time.perf_counter() - start
     assert namespace, path
     assert capsys.readouterr().out.strip(), f"{path.name} printed nothing"
-    assert elapsed < 60, f"{path.name} took {elapsed:.1f} s"
