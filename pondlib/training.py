@@ -401,7 +401,8 @@ def predict(net: Any, x: Any, *, batch_size: int = 256, devices: Any = None) -> 
         if mesh is None:
             counts = np.asarray(_counts(net, jnp.asarray(xb)))
         else:
-            counts = parallel.gather(_counts_split(net, parallel.shard_batch(xb, mesh), mesh))
+            with parallel.peer_failures("predict"):  # another process stopped: an error, not a hang
+                counts = parallel.gather(_counts_split(net, parallel.shard_batch(xb, mesh), mesh))
         preds.append(np.argmax(counts, axis=-1)[:m])
     return np.concatenate(preds)
 
@@ -768,13 +769,16 @@ def fit(
             ``optax.adam(lr)``); a ``key`` that is not a jax.random key; ``frozen`` not a sequence of
             names; a non-bool ``progress``; a bad ``devices`` or one that does not divide ``batch_size``;
             or a training loss that becomes NaN or infinite.
+        DistributedError: in a multi-process run (:mod:`pondlib.distributed`), another process stopped under
+            a collective.
     """
     a = _check_fit_args(net, data, loss, optimizer, epochs, batch_size, key, frozen, progress, devices)
     params, static = eqx.partition(net, _trainable_mask(net, a.frozen))
     opt_state = a.optimizer.init(params)
     step = make_train_step(static, a.loss_fn, a.optimizer, a.mesh)
     params, opt_state, batch = _place(params, opt_state, a.x, a.y, a.mesh)
-    params, history = _train(step, params, opt_state, batch, a, console)
+    with parallel.peer_failures("fit"):  # another process stopped: a DistributedError, not a hang
+        params, history = _train(step, params, opt_state, batch, a, console)
     if a.mesh is not None and jax.process_count() == 1:
         params = jax.device_put(params, jax.devices()[0])
     return eqx.combine(params, static), history

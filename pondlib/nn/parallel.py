@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -57,7 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from pondlib.errors import PondError
+from pondlib.errors import DistributedError, PondError
 from pondlib.nn.base import register_batch_splitter
 from pondlib.validate import check_bool, check_int
 
@@ -74,6 +75,7 @@ __all__ = [
     "single_device",
     "auto_enabled",
     "use_cpu_cores",
+    "peer_failures",
 ]
 
 #: The name of the mesh axis the batch is split over.
@@ -461,3 +463,34 @@ def _split_plain_call(module: Any, x: jax.Array, state: Any, record: bool) -> tu
 
 
 register_batch_splitter(_split_plain_call)
+
+
+#: what a collective's error says when a peer process is gone (gloo on CPUs, NCCL on GPUs, JAX's coordinator)
+_PEER_GONE = re.compile(r"Gloo|NCCL|Connection (closed|reset|refused)|heartbeat|coordination service", re.I)
+
+
+@contextlib.contextmanager
+def peer_failures(where: str) -> Iterator[None]:
+    """Inside the block, a JAX runtime error of a multi-process run (``jax.process_count() > 1``) is raised as a
+    :class:`~pondlib.errors.DistributedError`: a collective (the gradient all-reduce, the gather of
+    predictions) fails at once when another process stopped and closed its connections. One-process runs
+    are untouched.
+
+    Example:
+        >>> with peer_failures("fit"):
+        ...     pass
+    """
+    try:
+        yield
+    except (jax.errors.JaxRuntimeError, RuntimeError, ValueError) as err:  # jax re-raises some as ValueError
+        collective = isinstance(err, jax.errors.JaxRuntimeError) or _PEER_GONE.search(str(err))
+        if isinstance(err, PondError) or jax.process_count() == 1 or not collective:
+            raise
+        first = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
+        raise DistributedError(
+            "another process stopped under a collective",
+            value=first,
+            limit=f"all {jax.process_count()} processes running",
+            where=f"{where}, process {jax.process_index()}",
+            fix="see the other processes' logs for the first error; restart every process",
+        ) from err
