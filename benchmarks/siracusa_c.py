@@ -875,7 +875,8 @@ def portable(o: Out, rn: Runner, configs: list[tuple[int, int, bool]]) -> list[s
 
 def calibrate(o: Out, runners: list[Runner]) -> None:
     """Fit cluster_cycles' coefficients on 1 core, every op in one tile (L1 256 KiB, SB): per op kind a
-    non-negative least-squares fit of ``k U + k_out N_out + c`` (module docstring of cluster_cycles)."""
+    non-negative least-squares fit of ``k U + k_loop E + c``, errors weighted by ``1 / sqrt(y)`` (module docstring
+    of cluster_cycles)."""
     from scipy.optimize import nnls
 
     from pondlib.devices.siracusa.cluster_cycles import loop_entries
@@ -904,10 +905,11 @@ def calibrate(o: Out, runners: list[Runner]) -> None:
         u, nout, y = a[:, 0], a[:, 1], a[:, 2]
         distinct = len({(x, z) for x, z in zip(u.tolist(), nout.tolist())})
         ratio = len(set((nout / np.maximum(u, 1)).round(6).tolist()))
+        w = 1.0 / np.sqrt(np.maximum(y, 1.0))[:, None]  # between absolute and relative errors: small ops count
         if distinct >= 3 and ratio >= 2:
-            coef = nnls(np.stack([u, nout, np.ones_like(u)], 1), y)[0]
+            coef = nnls(np.stack([u, nout, np.ones_like(u)], 1) * w, y * w[:, 0])[0]
         elif distinct >= 2:
-            k, c = nnls(np.stack([u, np.ones_like(u)], 1), y)[0]
+            k, c = nnls(np.stack([u, np.ones_like(u)], 1) * w, y * w[:, 0])[0]
             coef = np.array([k, 0.0, c])
         else:
             coef = None
@@ -963,7 +965,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cases:
         loaders = [(k, f) for k, f in loaders if k in args.cases.split(",")]
     if args.calibrate:
-        calibrate(o, [Runner(load(), tmp / key, cache) for key, load in loaders[:4]])
+        calibrate(o, [Runner(load(), tmp / key, cache) for key, load in loaders])
         Path(args.out).write_text("\n".join(o.lines) + "\n")
         return 0
     summary, all_issues, checks, portable_flags = [], {}, [], []
