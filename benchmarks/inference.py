@@ -6,8 +6,12 @@ LIF(10), no biases, Bernoulli input spikes (rate 5 % per step), T = 200 steps, b
 
 - ``pondlib``: ``nn.Sequential(..., fuse=False)`` (layer by layer);
 - ``pondlib-fused``: the same network with ``Sequential(...)``'s default ``fuse=True`` (one time loop for
-  the whole chain, :mod:`pondlib.nn.fused`, running ``chunk_steps(B * 256)`` steps per iteration: 1 at
-  B = 32, 4 at B = 256, 2 at B = 1024);
+  the whole chain, :mod:`pondlib.nn.fused`) on its default path: on CPU the event-driven chain kernel
+  for the feed-forward variant, the XLA loop for the recurrent one;
+- ``pondlib-fused-xla``: the XLA loop of the chain (``inference_path("xla")``, running
+  ``chunk_steps(B * 256)`` steps per iteration: 1 at B = 32, 4 at B = 256, 2 at B = 1024);
+- ``pondlib-fused-sparse`` / ``pondlib-fused-dense``: the chain kernel with every product gathered /
+  dense (``inference_path``; for the recurrent variant too);
 - ``spyx``: ``spyx.nn.Sequential(nnx.Linear, CuBaLIF, nnx.Linear, CuBaLIF)`` run with ``spyx.nn.run``
   (``RCuBaLIF`` for the recurrent variant), merged graph inside ``jax.jit``;
 - ``rockpool``: ``Sequential(LinearJax, LIFJax, LinearJax, LIFJax)`` (``has_rec`` for the recurrent
@@ -18,7 +22,8 @@ LIF(10), no biases, Bernoulli input spikes (rate 5 % per step), T = 200 steps, b
 
 Competitors are optional; one that is not importable is reported as "not installed". After
 compilation every row is timed in interleaved rounds (background load affects all alike); the figure
-is the median call time, as samples per second, with ratios to Spyx.
+is the median call time, as samples per second, with ratios to Spyx, and beside it the median CPU time
+of a call (the process's CPU seconds: on a shared machine, the work the call did).
 
 ``--busy`` starts one spinning process (a ``multiprocessing`` busy loop, the other core busy) for a
 second pass of the same rounds and reports each row's slowdown (busy median / quiet median).
@@ -36,6 +41,7 @@ import math
 import multiprocessing as mp
 import os
 import platform
+import resource
 import time
 import warnings
 from collections.abc import Callable
@@ -56,9 +62,11 @@ def make_input(batch: int, seed: int = 0) -> jax.Array:
     return jax.random.bernoulli(jax.random.PRNGKey(seed), INPUT_RATE, (batch, STEPS_T, N_IN)).astype(jnp.float32)
 
 
-def build_pondlib(rec: bool, fuse: bool = False, raw: bool = False) -> Any:
-    """The workload as ``nn.Sequential(..., fuse=fuse)``, jitted (``raw``: the network itself)."""
+def build_pondlib(rec: bool, fuse: bool = False, raw: bool = False, path: str | None = None) -> Any:
+    """The workload as ``nn.Sequential(..., fuse=fuse)``, jitted (``raw``: the network itself); ``path``
+    names the fused chain's inference path (:func:`pondlib.nn.fused.inference_path`), else its default."""
     from pondlib import nn
+    from pondlib.nn.fused import inference_path
 
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(1), 3)
     net = nn.Sequential(
@@ -70,7 +78,14 @@ def build_pondlib(rec: bool, fuse: bool = False, raw: bool = False) -> Any:
     )
     if raw:
         return net
-    f = jax.jit(lambda net, x: net(x)[0])
+
+    def call(net, x):
+        if path is None:
+            return net(x)[0]
+        with inference_path(path):  # acts while the function is traced
+            return net(x)[0]
+
+    f = jax.jit(call)
     return lambda x: f(net, x)
 
 
@@ -207,6 +222,9 @@ def build_norse(rec: bool) -> Callable:
 FRAMEWORKS = {
     "pondlib": lambda rec: build_pondlib(rec),
     "pondlib-fused": lambda rec: build_pondlib(rec, fuse=True),
+    "pondlib-fused-xla": lambda rec: build_pondlib(rec, fuse=True, path="xla"),
+    "pondlib-fused-dense": lambda rec: build_pondlib(rec, fuse=True, path="dense"),
+    "pondlib-fused-sparse": lambda rec: build_pondlib(rec, fuse=True, path="sparse"),
     "pondlib-fused-split": build_pondlib_split,
     "spyx": build_spyx,
     "rockpool": build_rockpool,
@@ -254,14 +272,23 @@ class Busy:
                 self.proc.terminate()
 
 
-def time_rows(fns: dict, x, rounds: int, calls: int) -> dict[str, list[float]]:
+def _cpu_s() -> float:
+    """CPU seconds this process has used (all threads): on a shared machine, the work a call did."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def time_rows(fns: dict, x, rounds: int, calls: int, cpu: dict | None = None) -> dict[str, list[float]]:
+    """Wall times of each row's calls in interleaved rounds; with ``cpu``, each call's CPU seconds too."""
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(rounds):  # interleaved rounds
         for name, f in fns.items():
             for _ in range(calls):
-                t0 = time.perf_counter()
+                c0, t0 = _cpu_s(), time.perf_counter()
                 jax.block_until_ready(f(x))
                 times[name].append(time.perf_counter() - t0)
+                if cpu is not None:
+                    cpu.setdefault(name, []).append(_cpu_s() - c0)
     return times
 
 
@@ -293,12 +320,14 @@ def run(names: list[str], batches: list[int], rounds: int, calls: int, busy: boo
                     res[name] = {"status": f"failed: {type(err).__name__}: {err}"[:300]}
             passes = [("quiet", False)] + ([("busy", True)] if busy else [])
             for label, on in passes:
+                cpu: dict = {}
                 with Busy(on):
-                    times = time_rows(fns, x, rounds, calls)
+                    times = time_rows(fns, x, rounds, calls, cpu)
                 for name, t in times.items():
                     med = float(np.median(t))
                     res[name][f"{label}_median_ms"] = med * 1e3
                     res[name][f"{label}_samples_per_s"] = batch / med
+                    res[name][f"{label}_cpu_median_ms"] = float(np.median(cpu[name])) * 1e3
             for name in fns:
                 r = res[name]
                 if "spyx" in fns:
@@ -309,9 +338,10 @@ def run(names: list[str], batches: list[int], rounds: int, calls: int, busy: boo
             print(key)
             for name, r in res.items():
                 if r["status"] != "ok":
-                    print(f"  {name:15s} {r['status']}")
+                    print(f"  {name:19s} {r['status']}")
                     continue
-                line = f"  {name:15s} {r['quiet_samples_per_s']:9.0f} samples/s  {r['quiet_median_ms']:8.2f} ms"
+                line = f"  {name:19s} {r['quiet_samples_per_s']:9.0f} samples/s  {r['quiet_median_ms']:8.2f} ms"
+                line += f" (cpu {r['quiet_cpu_median_ms']:8.2f} ms)"
                 if "vs_spyx" in r:
                     line += f"  {r['vs_spyx']:.2f}x spyx"
                 if busy:

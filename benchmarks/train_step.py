@@ -235,11 +235,11 @@ def _version(module: str) -> str | None:
         return None
 
 
-def run(names: list[str], rounds: int, steps: int, warmup: int = 2) -> dict:
-    """Build, compile and time each framework; returns the results dictionary."""
+def run(names: list[str], rounds: int, steps: int, warmup: int = 2, batch: int = BATCH) -> dict:
+    """Build, compile and time each framework at ``batch`` samples; returns the results dictionary."""
     import importlib
 
-    x, y = make_data()
+    x, y = make_data(batch)
     built: dict[str, tuple] = {}
     results: dict[str, dict] = {}
     for name in names:
@@ -297,13 +297,13 @@ def run(names: list[str], rounds: int, steps: int, warmup: int = 2) -> dict:
     return results
 
 
-def report(results: dict) -> None:
+def report(results: dict, batch: int = BATCH) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(
         title=f"Training step: Linear({N_IN}->{N_HID}) -> LIF -> Linear({N_HID}->{N_OUT}) -> LIF, "
-        f"B={BATCH}, T={STEPS_T}, Adam"
+        f"B={batch}, T={STEPS_T}, Adam"
     )
     for col, just in (
         ("framework", "left"),
@@ -336,6 +336,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--steps", type=int, default=10, help="timed steps per framework per round")
     ap.add_argument("--only", default=",".join(FRAMEWORKS), help="comma-separated frameworks to run")
     ap.add_argument("--busy", action="store_true", help="also time with one spinning process")
+    ap.add_argument("--batch", type=int, default=BATCH, help="samples per step (the workload's 32 by default)")
     ap.add_argument("--json", default=str(RESULTS), help="where to write the results ('' for nowhere)")
     ap.add_argument(
         "--host-devices",
@@ -350,7 +351,7 @@ def main(argv: list[str] | None = None) -> dict:
         ap.error(f"unknown framework(s) {unknown}; choose from {list(FRAMEWORKS)}")
     if args.host_devices > 1:
         jax.config.update("jax_num_cpu_devices", args.host_devices)  # before the first computation
-    results = run(names, args.rounds, args.steps)
+    results = run(names, args.rounds, args.steps, batch=args.batch)
     plain = results.get("pondlib", {}).get("median_ms")
     aware = results.get("pondlib-xylo-aware", {}).get("median_ms")
     if plain and aware:
@@ -362,17 +363,17 @@ def main(argv: list[str] | None = None) -> dict:
         from inference import Busy
 
         with Busy(True):
-            busy = run(names, args.rounds, args.steps)
+            busy = run(names, args.rounds, args.steps, batch=args.batch)
         for name, r in busy.items():
             if r.get("status") == "ok" and results[name].get("status") == "ok":
                 results[name]["busy_steps_per_s"] = r["steps_per_s"]
                 results[name]["busy_slowdown"] = r["median_ms"] / results[name]["median_ms"]
                 print(f"busy: {name}: {r['steps_per_s']:.1f} steps/s, slowdown {results[name]['busy_slowdown']:.2f}x")
-    report(results)
+    report(results, args.batch)
     if args.json:
         out = {
             "workload": {
-                "batch": BATCH,
+                "batch": args.batch,
                 "time_steps": STEPS_T,
                 "n_in": N_IN,
                 "n_hidden": N_HID,

@@ -43,6 +43,20 @@ from the state size per step (measured with ``benchmarks/inference.py``): 1 up t
 run as one shorter chunk. Chunking changes only which rows each product sees at once, so the
 results are those of the step-by-step loop up to the products' rounding.
 
+Event-driven inference. On CPU, for a float32 chain without recurrent layers called without ``record``,
+the default path (``"auto"``) runs the whole chain as one compiled kernel instead
+(:func:`pondlib.nn.native.chain_forward`, :mod:`pondlib.nn.chain_kernels`): tiles of 8 samples on the
+cores, each tile through all ``T`` steps with its state in cache, and each product as a sum over the
+non-zero entries of its input row only (the active rows of ``W`` gathered) where the row is sparse,
+over all rows where it is dense, the same value either way. Spike inputs are mostly zeros (5 % per step
+on ``benchmarks/inference.py``, about 13 % of the hidden spikes), so most of the dense product's work
+is skipped; ``benchmarks/sparsity.py`` measures the CPU work against the XLA loop from 1 % to 50 %
+input density (the gathered kernel did less up to about 20-30 %). The kernel sums each product in
+ascending input order, the XLA loop in its own blocked order: the spikes agree (on the tests' networks
+and the benchmarks), the states to float32 rounding (``tests/nn/test_speed_paths.py``). The path is
+chosen when the function is traced, by ``chain_scan(..., path=)`` or :func:`inference_path` (the
+user's hint: ``"sparse"`` or ``"dense"`` also for recurrent chains, ``"xla"`` for the XLA loop).
+
 Under :func:`jax.grad` the fused loop is not used: the custom VJP's forward pass runs the chain layer
 by layer (the ``Linear`` products over all steps, the LIF layers through the hand adjoint of
 :mod:`pondlib.nn.adjoint`) and its backward pass runs their adjoints in reverse order, so gradients are
@@ -64,13 +78,18 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.custom_derivatives import CustomVJPPrimal, SymbolicZero
 
+from pondlib.errors import GraphError
+from pondlib.nn import native
 from pondlib.nn.adjoint import _bwd as _lif_bwd
 from pondlib.nn.adjoint import _fwd as _lif_fwd
 from pondlib.nn.adjoint import broadcast_state
@@ -78,9 +97,56 @@ from pondlib.nn.base import scan_steps
 from pondlib.nn.lif import LIF
 from pondlib.nn.lif_core import FlatLIFParameters, lif_step_flat, unflatten_synapses
 from pondlib.nn.linear import Linear
-from pondlib.validate import check_int
+from pondlib.validate import check_choice, check_int
 
-__all__ = ["chain_scan", "chunk_steps", "fusible"]
+__all__ = ["chain_scan", "chunk_steps", "fusible", "inference_path", "PATHS"]
+
+#: The inference paths of :func:`chain_scan` (module docstring, "Event-driven inference"): ``"auto"``
+#: the compiled kernel on CPU for a chain without recurrent layers, each row's product sparse or dense
+#: by its measured density (the XLA loop for recurrent chains); ``"sparse"`` / ``"dense"`` the kernel
+#: with every product gathered / dense; ``"xla"`` the XLA loop.
+PATHS = ("auto", "sparse", "dense", "xla")
+_default_path = ["auto"]
+
+
+def _check_path(path: Any) -> str:
+    return check_choice(path, "path", PATHS, where="chain_scan", error=GraphError, fix=f"pass one of {list(PATHS)}")
+
+
+@contextmanager
+def inference_path(path: str) -> Iterator[str]:
+    """Within the block, :func:`chain_scan` (so ``Sequential(...)(x)``) takes ``path`` (one of
+    :data:`PATHS`) unless a call names its own: the user's hint of how sparse the spikes are. It acts
+    when a function is traced; entering and leaving a block that changes the path (outside a trace)
+    drop JAX's cache of compiled functions, so that calls retrace with the path in force (the next
+    call of each compiles again); inside a traced function the block sets the path of that trace.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> layers = (Linear(4, 3, key=jax.random.PRNGKey(0)), LIF(3))
+        >>> x, states = jnp.ones((5, 2, 4)), tuple(m.init_state((2,)) for m in layers)
+        >>> with inference_path("xla"):
+        ...     y_xla, _ = chain_scan(layers, x, states)
+        >>> y, _ = chain_scan(layers, x, states)
+        >>> bool((y == y_xla).all())
+        True
+    """
+    path = _check_path(path)
+    previous = _default_path[0]
+    _set_default(path)
+    try:
+        yield path
+    finally:
+        _set_default(previous)
+
+
+def _set_default(path: str) -> None:
+    """Make ``path`` the default; when it changes, drop JAX's compiled functions (the plain call
+    ``net(x)`` is compiled once and cached, and would otherwise keep the path of its first trace)."""
+    if _default_path[0] != path:
+        _default_path[0] = path
+        if not isinstance(jnp.zeros(()), jax.core.Tracer):  # never from inside a trace (it would recompile)
+            jax.clear_caches()
 
 
 def fusible(layers: Any) -> bool:
@@ -120,7 +186,9 @@ def _split(layers: tuple, states: tuple) -> tuple[tuple, tuple, tuple]:
     return tuple(specs), tuple(params), tuple(states)
 
 
-def chain_scan(layers: tuple, x: jax.Array, states: tuple, record: bool = False, chunk: int | None = None) -> Any:
+def chain_scan(
+    layers: tuple, x: jax.Array, states: tuple, record: bool = False, chunk: int | None = None, path: str | None = None
+) -> Any:
     """Run a :func:`fusible` chain on time-major input in one time loop.
 
     Args:
@@ -133,6 +201,10 @@ def chain_scan(layers: tuple, x: jax.Array, states: tuple, record: bool = False,
         chunk: time steps per loop iteration (a positive int); default :func:`chunk_steps` of the batch
             size times the widest LIF layer. Any value gives the same results up to the products'
             rounding (module docstring).
+        path: one of :data:`PATHS` (default: the one :func:`inference_path` set, else ``"auto"``): the
+            compiled event-driven kernel (``"auto"``, ``"sparse"``, ``"dense"``: the same results) on
+            CPU for a float32 chain without ``record``, else the XLA loop (``"xla"``, and always off CPU,
+            under differentiation or with ``record``).
 
     Returns:
         ``(y, new_states)``, or ``(y, new_states, records)`` with ``record``: y (T, *batch, N_out) and
@@ -145,7 +217,8 @@ def chain_scan(layers: tuple, x: jax.Array, states: tuple, record: bool = False,
     else:
         widest = max(p[1].shape[0] * p[1].shape[1] for spec, p in zip(specs, params) if spec[0] == "lif")
         chunk = chunk_steps(math.prod(x.shape[1:-1]) * widest)
-    y, new_states, recs = _chain((specs, bool(record), int(chunk)), params, x, states)
+    path = _check_path(_default_path[0] if path is None else path)
+    y, new_states, recs = _chain((specs, bool(record), int(chunk), path), params, x, states)
     return (y, new_states, recs) if record else (y, new_states)
 
 
@@ -194,6 +267,76 @@ def _chunk(specs: tuple, params: tuple, record: bool, carry: tuple, xk: jax.Arra
     return tuple(new), (h, tuple(rows))
 
 
+def _kernel_eligible(static: tuple, params: tuple, x: jax.Array, states: tuple) -> bool:
+    """Whether the compiled kernel may run the chain: not ``record``, not the ``"xla"`` path, on the
+    ``"auto"`` path no recurrent layer, a non-empty float32 input and float32 parameters and states,
+    fewer than 2^31 parameters in all, and the kernels available (:func:`pondlib.nn.native.eligible`,
+    :func:`pondlib.nn.native.chain_available`)."""
+    specs, record, _, path = static
+    if record or path == "xla" or x.size == 0:
+        return False
+    if path == "auto" and any(spec[0] == "lif" and p[4] is not None for spec, p in zip(specs, params)):
+        return False  # a recurrent product is dense work that XLA's batched product does better
+    arrays = jax.tree_util.tree_leaves((params, states))
+    if sum(a.size for a in arrays) >= 2**31 - 2**24:
+        return False
+    return native.eligible(x, *arrays) and native.chain_available()
+
+
+def _kernel_layout(specs: tuple, params: tuple) -> tuple[np.ndarray, list, int]:
+    """The kernel's module table ``ops`` (n_ops, 8) int32, the parameter pieces in the order of their
+    offsets (flattened by the caller) and the per-sample state size (layout in
+    :mod:`pondlib.nn.chain_kernels`)."""
+    ops, pieces, offset, s_off = [], [], 0, 0
+    for spec, p in zip(specs, params):
+        if spec[0] == "linear":
+            weight, bias = p
+            n_in, n_out = weight.shape
+            c_off = -1 if bias is None else offset + n_in * n_out
+            ops.append([0, n_in, n_out, offset, c_off, 0, 0, 0])
+            pieces += [weight] + ([] if bias is None else [bias])
+            offset += n_in * n_out + (0 if bias is None else n_out)
+            continue
+        alpha, beta, threshold, bias, w_rec = p
+        n, k = beta.shape
+        wrec_off = -1 if w_rec is None else offset + 3 * n + n * k + 1
+        ops.append([1, n, k, offset, wrec_off, s_off, 0, 0])
+        pieces += [alpha, beta, threshold, bias, jnp.full((1,), spec[1], jnp.float32)]
+        pieces += [] if w_rec is None else [w_rec]
+        offset += 3 * n + n * k + 1 + (0 if w_rec is None else n * n * k)
+        s_off += n * k + 2 * n
+    return np.asarray(ops, np.int32), pieces, s_off
+
+
+def _kernel_chain(static: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[jax.Array, tuple, tuple]:
+    """The chain by :func:`pondlib.nn.native.chain_forward`: the batch folded into one axis, every LIF
+    state laid side by side per sample; the outputs as :func:`_xla_chain` returns them."""
+    specs, _, _, path = static
+    batch = x.shape[1:-1]
+    rows = math.prod(batch)
+    ops, pieces, size = _kernel_layout(specs, params)
+    prm = jnp.concatenate([jnp.ravel(a) for a in pieces])
+    flat = []
+    for spec, p, st in zip(specs, params, states):
+        if spec[0] == "lif":
+            n, k = p[1].shape
+            flat += [a.reshape(rows, -1) for a in broadcast_state(st, batch, n, k)]
+    state0 = jnp.concatenate(flat, axis=1)
+    n_out = params[-1][0].shape[1] if specs[-1][0] == "linear" else params[-1][1].shape[0]
+    y, state = native.chain_forward(x.reshape(x.shape[0], rows, -1), prm, ops, state0, n_out, path)
+    out_states, at = [], 0
+    for spec, p, st in zip(specs, params, states):
+        if spec[0] == "linear":
+            out_states.append(st)
+            continue
+        n, k = p[1].shape
+        parts = [state[:, at + lo : at + hi].reshape(batch + (hi - lo,)) for lo, hi in ((0, n * k), (n * k, n * k + n))]
+        spikes = state[:, at + n * k + n : at + n * k + 2 * n].reshape(batch + (n,))
+        out_states.append(type(st)(unflatten_synapses(parts[0], k), parts[1], spikes))
+        at += n * k + 2 * n
+    return y.reshape(x.shape[:-1] + (n_out,)), tuple(out_states), tuple(None for _ in specs)
+
+
 def _concat(parts: list) -> Any:
     """Join the per-part outputs (pytrees of (steps, ...) stacks) along time."""
     return parts[0] if len(parts) == 1 else jax.tree_util.tree_map(lambda *a: jnp.concatenate(a), *parts)
@@ -201,7 +344,18 @@ def _concat(parts: list) -> Any:
 
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
 def _chain(static: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[jax.Array, tuple, tuple]:
-    specs, record, chunk = static
+    """The chain's primal: the compiled kernel on CPU where it may run (:func:`_kernel_eligible`), the
+    XLA loop elsewhere."""
+    if _kernel_eligible(static, params, x, states):
+        return jax.lax.platform_dependent(
+            cpu=lambda: _kernel_chain(static, params, x, states), default=lambda: _xla_chain(static, params, x, states)
+        )
+    return _xla_chain(static, params, x, states)
+
+
+def _xla_chain(static: tuple, params: tuple, x: jax.Array, states: tuple) -> tuple[jax.Array, tuple, tuple]:
+    """The chain as one XLA loop of chunks (module docstring, "Chunks")."""
+    specs, record, chunk, _ = static
     batch = x.shape[1:-1]
     carry = []
     for spec, p, st in zip(specs, params, states):
@@ -243,7 +397,7 @@ def _value(p: Any) -> Any:
 def _chain_fwd(static: tuple, params: tuple, x: Any, states: tuple):
     """Layer by layer, keeping each module's residuals (LIF: those of the hand adjoint); the records are
     the LIF layers' own outputs."""
-    specs, record, _ = static
+    specs, record = static[0], static[1]
     h, x_perturbed = x.value, x.perturbed
     residuals, out_states, recs = [], [], []
     for j, (spec, p, st) in enumerate(zip(specs, params, states)):

@@ -271,8 +271,9 @@ class Conv1d(_ConvNd):
     """1-D convolution (NIR ``Conv1d``), features flat ``C * L``.
 
     Args:
-        input_shape: ``(C_in, L)``. weight: ``(C_out, C_in / groups, K)``. bias: ``(C_out,)``, True
-        (zeros) or None.
+        input_shape: ``(C_in, L)``.
+        weight: ``(C_out, C_in / groups, K)``.
+        bias: ``(C_out,)``, True (zeros) or None.
         stride, padding (int or ``"same"``/``"valid"``), dilation, groups: as in PyTorch.
     """
 
@@ -294,9 +295,10 @@ class Conv2d(_ConvNd):
     """2-D convolution (NIR ``Conv2d``), features flat ``C * H * W``.
 
     Args:
-        input_shape: ``(C_in, H, W)``. weight: ``(C_out, C_in / groups, K_h, K_w)``. bias: ``(C_out,)``,
-        True (zeros) or None. stride, padding (int, pair or ``"same"``/``"valid"``), dilation, groups: as
-        in PyTorch.
+        input_shape: ``(C_in, H, W)``.
+        weight: ``(C_out, C_in / groups, K_h, K_w)``.
+        bias: ``(C_out,)``, True (zeros) or None.
+        stride, padding (int, pair or ``"same"``/``"valid"``), dilation, groups: as in PyTorch.
     """
 
     def __init__(

@@ -48,6 +48,11 @@ platform uses the XLA loop. Under
 runs a self-test against XLA and keeps the XLA loops if it fails; ``PONDLIB_NATIVE=0`` in the
 environment turns the kernels off.
 
+Inference of a whole chain of ``Linear`` and ``LIF`` modules runs as one more kernel,
+:func:`chain_forward` (:mod:`pondlib.nn.chain_kernels`: event-driven products, tiles of samples on
+the cores; :mod:`pondlib.nn.fused` calls it). It is compiled and registered on its first use
+(:func:`chain_available`), apart from the training kernels.
+
 A device-aware twin in :mod:`pondlib.devices` (the integer LIF with bit-shift decays and saturation,
 trained through straight-through estimators) uses them too: its adjoint recursion is the float LIF's
 with :math:`\alpha = 1 - f_{mem}`, :math:`\beta = 1 - f_{syn}` (:func:`lif_backward`), and
@@ -82,11 +87,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["available"]
+__all__ = ["available", "chain_available", "chain_forward", "CHAIN_MODES", "CHAIN_CROSSOVER"]
 
 _FWD_TARGET = "pondlib_lif_forward"
 _BWD_TARGET = "pondlib_lif_backward"
 _BITSHIFT_TARGET = "pondlib_bitshift_lif_forward"
+_CHAIN_TARGET = "pondlib_chain_forward"
 _KINDS = {"fast_sigmoid": 0, "triangle": 1, "arctan": 2}
 
 _lock = threading.RLock()  # re-entered by the self-test, which calls the kernels
@@ -165,10 +171,24 @@ def _self_test() -> bool:
 
 def eligible(*arrays: Any) -> bool:
     """Whether the kernels may run for a layer with these arrays (``None`` for an absent one, e.g. a
-    non-recurrent layer's ``w_rec``, is refused): every array float32 and the kernels available."""
+    non-recurrent layer's ``w_rec``, is refused): every array float32, JAX's default backend a CPU
+    (:func:`cpu_backend`) and the kernels available."""
     if any(a is None or jnp.result_type(a) != jnp.float32 for a in arrays):
         return False
-    return available()
+    return cpu_backend() and available()
+
+
+def cpu_backend() -> bool:
+    """Whether JAX's default backend is the CPU. The kernels are CPU code: on a GPU (or TPU) backend every
+    layer, twin and fused chain takes its XLA loop at trace time, and numba never compiles or registers
+    them (the one place the choice is made; ``jax.lax.platform_dependent`` would pick the XLA branch of a
+    GPU lowering anyway, but only after the kernels were built).
+
+    Example:
+        >>> cpu_backend() == (jax.default_backend() == "cpu")
+        True
+    """
+    return jax.default_backend() == "cpu"
 
 
 def _f32(shape: tuple) -> jax.ShapeDtypeStruct:
@@ -273,3 +293,73 @@ def bitshift_lif_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cap, lo, hi
         numbers below 2^24).
     """
     return _forward_call(_BITSHIFT_TARGET, 4, cur, (f_mem, f_syn, threshold, bias), i0, v0, [cap, lo, hi])
+
+
+#: Modes of :func:`chain_forward`: the row products' loop chosen per row from the measured density,
+#: always dense, always sparse (event-driven); the results are the same bit for bit.
+CHAIN_MODES = {"auto": 0, "dense": 1, "sparse": 2}
+#: The density (non-zero fraction of a row) up to which ``"auto"`` gathers the active rows
+#: (``benchmarks/sparsity.py`` measures where the sparse loop stops paying).
+CHAIN_CROSSOVER = 0.75
+
+
+def chain_available() -> bool:
+    """True when :func:`chain_forward` may run: the kernels are :func:`available`, and the chain kernel
+    (compiled and registered on its first use, apart from the training kernels, so that training alone
+    never waits for it) computes the documented one-neuron example correctly.
+
+    Example:
+        >>> from pondlib.nn import native
+        >>> isinstance(native.chain_available(), bool)
+        True
+    """
+    if not available():
+        return False
+    with _lock:
+        if "chain" not in _state:
+            _state["chain"] = _register_chain()
+        return _state["chain"]
+
+
+def _register_chain() -> bool:
+    """Compile and register the chain kernel's handler, then run it on Linear(1 -> 1, w = 1) -> LIF with
+    decays 1/2 and threshold 1 (the example of :mod:`pondlib.nn.lif`): input 4.5, 0, 0 gives spikes
+    2, 1, 0."""
+    try:
+        handler = importlib.import_module("pondlib.nn.chain_kernels").handler()
+        pointer = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(handler.address)
+        jax.ffi.register_ffi_target(_CHAIN_TARGET, jax.ffi.pycapsule(pointer), platform="cpu")
+        _state["keep_chain"] = (handler, pointer)
+        ops = np.array([[0, 1, 1, 0, -1, 0, 0, 0], [1, 1, 1, 1, -1, 0, 0, 0]], np.int32)
+        with jax.ensure_compile_time_eval():  # eagerly, also when the first use is inside a trace
+            prm = jnp.asarray([1.0, 0.5, 0.5, 1.0, 0.0, 2.0**16], jnp.float32)  # w, alpha, beta, theta, bias, cap
+            x = jnp.asarray([4.5, 0.0, 0.0], jnp.float32).reshape(3, 1, 1)
+            y, _ = chain_forward(x, prm, ops, jnp.zeros((1, 3), jnp.float32), 1)
+        return np.asarray(y).ravel().tolist() == [2.0, 1.0, 0.0]
+    except Exception:  # a kernel that cannot run stays unused
+        return False
+
+
+def chain_forward(x, prm, ops, state0, n_out, mode: str = "auto", crossover: float = CHAIN_CROSSOVER):
+    """Inference of a chain of ``Linear`` and ``LIF`` modules on CPU, one sample per core at a time
+    (:mod:`pondlib.nn.chain_kernels` has the equations and the layout; :func:`pondlib.nn.fused.chain_scan`
+    builds the arguments).
+
+    Args:
+        x: (T, B, n_in) float32 input.
+        prm: (P,) float32, every parameter flat; ``ops`` (n_ops, 8) int32 numpy array, one row per module.
+        state0: (B, S) float32, every LIF layer's state flat.
+        n_out: the last module's width.
+        mode: ``"auto"``, ``"dense"`` or ``"sparse"`` (:data:`CHAIN_MODES`); ``crossover`` the density up
+            to which ``"auto"`` gathers.
+
+    Returns:
+        ``(y (T, B, n_out), state (B, S))``.
+    """
+    _ensure_registered()
+    if "keep_chain" not in _state:
+        chain_available()
+    steps, batch = x.shape[0], x.shape[1]
+    call = jax.ffi.ffi_call(_CHAIN_TARGET, (_f32((steps, batch, n_out)), _f32(state0.shape)), vmap_method="sequential")
+    cfg = jnp.asarray([CHAIN_MODES[mode], crossover], jnp.float32)
+    return call(x, prm, jnp.asarray(ops, jnp.int32), state0, cfg)
