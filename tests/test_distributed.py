@@ -81,7 +81,8 @@ def two_processes(tmp_path_factory) -> tuple[list[dict[str, np.ndarray]], Distri
     """One launch of 2 processes: their results, the error of the run, and how long the run took."""
     out = tmp_path_factory.mktemp("distributed")
     t0 = time.monotonic()
-    with pytest.raises(DistributedError, match="process 1 failed") as info:
+    # which failure the launcher sees first depends on timing: process 1's exit 3 or process 0's error after it
+    with pytest.raises(DistributedError, match=r"process [01] failed") as info:
         distributed.launch(train_then_die_job, 2, args=(str(out),), env=ENV, timeout=300, grace=30)
     elapsed = time.monotonic() - t0
     results = []

@@ -20,6 +20,7 @@ directly as well.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import html
 import importlib.util
@@ -201,6 +202,7 @@ def test_cli_page_lists_every_command(site):
 # ----------------------------------------------------------------------------------- in a real browser
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+BASH = shutil.which("bash") or "/bin/bash"
 NO_CHROMIUM = "no Chromium on PATH (.ci/run installs the Debian package chromium)"
 
 
@@ -215,21 +217,20 @@ class _DevTools:
         child_in, self._out = os.pipe()
         self._in, child_out = os.pipe()
 
-        def to_3_and_4() -> None:  # runs in the child before exec
-            a, b = os.dup(child_in), os.dup(child_out)
-            os.dup2(a, 3)
-            os.dup2(b, 4)
-
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--remote-debugging-pipe"]
+        # bash moves the pipe ends to fds 3 and 4 and execs Chromium: no preexec_fn, so no Python-level fork
+        # handlers run (JAX, loaded in this worker, warns at fork and warnings are errors here); bash, not sh:
+        # dash refuses file descriptors above 9 in a redirection
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (child_in, child_out)]  # never 3 or 4 themselves
+        script = f'exec "$0" "$@" 3<&{high[0]} 4>&{high[1]}'
         self.proc = subprocess.Popen(
-            [CHROMIUM, *flags, "--allow-file-access-from-files", "about:blank"],
-            pass_fds=(3, 4),
-            preexec_fn=to_3_and_4,
+            [BASH, "-c", script, CHROMIUM, *flags, "--allow-file-access-from-files", "about:blank"],
+            pass_fds=tuple(high),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        os.close(child_in)
-        os.close(child_out)
+        for fd in (child_in, child_out, *high):
+            os.close(fd)
         self._id, self._buffer = 0, b""
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
