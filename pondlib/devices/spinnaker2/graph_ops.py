@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from pondlib.devices.core import intops
-from pondlib.devices.core.intmath import sat, wrap
+from pondlib.devices.core.intmath import sat
 from pondlib.errors import SimulationError
 
 __all__ = [
@@ -151,20 +151,9 @@ class GraphOp:
 
 
 def _accumulate(acc: np.ndarray, op: GraphOp, acc_bits: int, overflow: str) -> np.ndarray:
-    lo, hi = -(1 << (acc_bits - 1)), (1 << (acc_bits - 1)) - 1
-    if overflow == "wrap":
-        return wrap(acc, acc_bits)
-    bad = (acc < lo) | (acc > hi)
-    if np.any(bad):
-        i = tuple(int(v) for v in np.argwhere(bad)[0])
-        raise SimulationError(
-            "MLA accumulator overflow",
-            value=int(acc[i]),
-            limit=f"{lo}..{hi}",
-            where=f"{op.name}, index {i}",
-            fix="use overflow='wrap' to model the register, a larger acc_bits, or smaller weights/inputs",
-        )
-    return acc
+    from pondlib.devices.spinnaker2.sim import mla_register
+
+    return mla_register(acc, acc_bits, overflow, lambda i: f"{op.name}, index {i}")
 
 
 def _relu(y: np.ndarray, op: GraphOp) -> np.ndarray:

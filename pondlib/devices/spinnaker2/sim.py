@@ -102,6 +102,7 @@ from pondlib.validate import as_float_array, as_int_array, check_bool, check_cho
 __all__ = [
     "SpiNNaker2Sim",
     "DNNSim",
+    "mla_register",
     "LIFParams",
     "LIFState",
     "lif_step",
@@ -598,26 +599,40 @@ def mla_layer(
     return _mla(x, w, b, shift, relu, acc_bits, overflow, where)
 
 
+def mla_register(acc: np.ndarray, acc_bits: int, overflow: str, where: Any) -> np.ndarray:
+    """The MLA's ``acc_bits`` accumulator register holding ``acc`` (int64, any shape): ``overflow='wrap'`` keeps
+    the low ``acc_bits`` (two's complement), ``'error'`` refuses a value outside
+    ``[-2^(acc_bits-1), 2^(acc_bits-1) - 1]`` with a :class:`~pondlib.errors.SimulationError` located by
+    ``where(index)``.
+
+    Example:
+        >>> mla_register(np.array([200, -3]), 8, "wrap", str).tolist()
+        [-56, -3]
+    """
+    if overflow == "wrap":
+        return wrap(acc, acc_bits)
+    lo, hi = -(1 << (acc_bits - 1)), (1 << (acc_bits - 1)) - 1
+    bad = (acc < lo) | (acc > hi)
+    if np.any(bad):
+        i = tuple(int(v) for v in np.argwhere(bad)[0])
+        raise SimulationError(
+            "MLA accumulator overflow",
+            value=int(acc[i]),
+            limit=f"{lo}..{hi}",
+            where=where(i),
+            fix="use overflow='wrap' to model the register, a larger acc_bits, or smaller weights/inputs",
+        )
+    return acc
+
+
 def _mla(
     x: np.ndarray, w: np.ndarray, b: np.ndarray, shift: int, relu: bool, acc_bits: int, overflow: str, where: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`mla_layer` on checked int64 operands (int8 x and w, int32 b; K < 2^20)."""
     # Exact: |acc| <= K * 128 * 128 + 2^31 is far below 2^53, so the float64 product is exact.
     acc = np.rint(x.astype(np.float64) @ w.astype(np.float64)).astype(np.int64) + b
-    lo, hi = -(1 << (acc_bits - 1)), (1 << (acc_bits - 1)) - 1
-    if overflow == "wrap":
-        acc = wrap(acc, acc_bits)  # the register keeps the low acc_bits (two's complement)
-    elif overflow == "error":
-        bad = (acc < lo) | (acc > hi)
-        if np.any(bad):
-            i = tuple(int(v) for v in np.argwhere(bad)[0])
-            raise SimulationError(
-                "MLA accumulator overflow",
-                value=int(acc[i]),
-                limit=f"{lo}..{hi}",
-                where=f"{where}, sample {i[0]}, output {i[1]}",
-                fix="use overflow='wrap' to model the register, a larger acc_bits, or smaller weights/inputs",
-            )
+    if overflow in ("wrap", "error"):
+        acc = mla_register(acc, acc_bits, overflow, lambda i: f"{where}, sample {i[0]}, output {i[1]}")
     else:
         raise SimulationError(
             "overflow mode",
