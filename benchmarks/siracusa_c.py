@@ -804,20 +804,22 @@ def _why_share(m: Any, fused: list, es: float, ks: float) -> str:
 PORTABLE_TOL = 0.25  # an op kind whose emulated cycles differ from cluster_cycles by more is flagged
 
 
-def op_cycles(run: Any) -> dict[int, float]:
-    """Emulated cluster cycles per step from each op's first marker to the next op's (marker // 65536)."""
+def _per_op(run: Any, field: str) -> dict[int, float]:
+    """A profile field per step per op (marker // 65536), summed over the op's tile markers."""
     out: dict[int, float] = {}
     for m, e in run.profile.items():
-        out[m // 65536] = out.get(m // 65536, 0.0) + e.cycles / max(run.steps, 1)
+        out[m // 65536] = out.get(m // 65536, 0.0) + getattr(e, field) / max(run.steps, 1)
     return out
+
+
+def op_cycles(run: Any) -> dict[int, float]:
+    """Emulated cluster cycles per step from each op's first marker to the next op's."""
+    return _per_op(run, "cycles")
 
 
 def op_instructions(run: Any) -> dict[int, float]:
     """Slowest-core instructions per step per op (summed over its tiles' markers)."""
-    out: dict[int, float] = {}
-    for m, e in run.profile.items():
-        out[m // 65536] = out.get(m // 65536, 0.0) + e.slowest / max(run.steps, 1)
-    return out
+    return _per_op(run, "slowest")
 
 
 def portable(o: Out, rn: Runner, configs: list[tuple[int, int, bool]]) -> list[str]:

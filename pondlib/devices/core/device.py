@@ -76,6 +76,7 @@ __all__ = [
     "dnn_saved_run",
     "scale_lines",
     "simulator_runner",
+    "explore_level",
 ]
 
 
@@ -601,3 +602,22 @@ def simulator_runner(
         return out, {k: v for k, v in rec.items() if k.endswith(keep)}
 
     return run
+
+
+def explore_level(
+    name: str, size_bits: int | None, bandwidth: float, read_write: tuple[float, float]
+) -> dict[str, Any]:
+    """One memory level of :meth:`Device.explore_hardware` as plain data: ``size_bits`` (None: unbounded),
+    ``bandwidth`` in bits per cycle, ``read_write`` the (read, write) energies in pJ per bit.
+
+    Example:
+        >>> explore_level("SRAM", 1024, 64, (0.1, 0.2))["bandwidth_bits_per_cycle"]
+        64.0
+    """
+    return {
+        "name": name,
+        "size_bits": size_bits,
+        "bandwidth_bits_per_cycle": float(bandwidth),
+        "read_energy_pj_per_bit": read_write[0],
+        "write_energy_pj_per_bit": read_write[1],
+    }

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pondlib.devices.core.device import explore_level
 from pondlib.devices.siracusa.cycles import DEFAULT_CYCLES
 from pondlib.devices.siracusa.limits import SIRACUSA
 from pondlib.errors import ConfigError
@@ -54,16 +55,6 @@ _L2_RW = (0.13, 0.175)  # pJ/bit, assumed (STEMS Table 1, 128 KB SRAM banks)
 _L3_RW = (11.0, 12.0)  # pJ/bit, assumed (STEMS Table 1, DRAM)
 _MAC_PJ = 1.0  # pJ per int8 MAC or SOP on a core, assumed
 _REGS_BITS = 8 * 32 * 32  # 8 cores x 32 registers x 32 bit
-
-
-def _level(name: str, size_bits: int | None, bw: float, rw: tuple[float, float]) -> dict[str, Any]:
-    return {
-        "name": name,
-        "size_bits": size_bits,
-        "bandwidth_bits_per_cycle": float(bw),
-        "read_energy_pj_per_bit": rw[0],
-        "write_energy_pj_per_bit": rw[1],
-    }
 
 
 def explore_hardware(level: str | None = None) -> dict[str, Any]:
@@ -83,20 +74,20 @@ def explore_hardware(level: str | None = None) -> dict[str, Any]:
     dma = DEFAULT_CYCLES.dma_bytes_per_cycle * 8
     l3 = DEFAULT_CYCLES.l3_bytes_per_cycle * 8
     if level == "L1":
-        shared = _level("L1 TCDM", SIRACUSA.l1_bytes * 8, 512.0, _L1_RW)
-        outer = _level("L2 (via the cluster DMA)", SIRACUSA.l2_bytes * 8, dma, _L2_RW)
+        shared = explore_level("L1 TCDM", SIRACUSA.l1_bytes * 8, 512.0, _L1_RW)
+        outer = explore_level("L2 (via the cluster DMA)", SIRACUSA.l2_bytes * 8, dma, _L2_RW)
         regs_rw = (_L1_RW[0], 0.0)
     elif level == "L2":
-        shared = _level("L2", SIRACUSA.l2_bytes * 8, dma, _L2_RW)
-        outer = _level("L3 (off chip)", SIRACUSA.l3_bytes * 8, l3, _L3_RW)
+        shared = explore_level("L2", SIRACUSA.l2_bytes * 8, dma, _L2_RW)
+        outer = explore_level("L3 (off chip)", SIRACUSA.l3_bytes * 8, l3, _L3_RW)
         regs_rw = (_L1_RW[0], _L1_RW[1])  # operands pass through L1 on their way to the cores
     else:  # pragma: no cover - check_choice refused it
         raise ConfigError("level", value=level, limit=list(LEVELS))
     return {
         "name": f"Siracusa cluster, {level} over {outer['name'].split(' ')[0]}",
         "shared": shared,
-        "input_buffer": _level("core registers (inputs)", _REGS_BITS, 512.0, regs_rw),
-        "weight_buffer": _level("core registers (weights)", _REGS_BITS, 512.0, regs_rw),
+        "input_buffer": explore_level("core registers (inputs)", _REGS_BITS, 512.0, regs_rw),
+        "weight_buffer": explore_level("core registers (weights)", _REGS_BITS, 512.0, regs_rw),
         "dram": outer,
         "sop_energy_pj": _MAC_PJ,
         "mac_energy_pj": _MAC_PJ,

@@ -72,7 +72,7 @@ from pondlib.devices.spinnaker2.graph_ops import (
     softmax_constants,
 )
 from pondlib.devices.spinnaker2.graph_tiling import tile_op
-from pondlib.devices.spinnaker2.limits import SPINNAKER2_BOARD, SpiNNaker2Limits, get_limits
+from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, limits_for_chips
 from pondlib.errors import ConfigError, ONNXError, QuantizationError, SimulationError, Violation
 from pondlib.graph.dnn import FloatModel
 from pondlib.validate import as_float_array, as_int_array, check_choice, check_int, check_type
@@ -526,22 +526,6 @@ def _check_shapes(model: FloatModel, outs: list[np.ndarray]) -> None:
             )
 
 
-def _resolve_limits(limits: Any, chips: Any, where: str) -> tuple[SpiNNaker2Limits, int]:
-    if isinstance(chips, (bool, np.bool_)) or not isinstance(chips, (int, np.integer)):
-        raise ConfigError("chips", value=repr(chips), limit="an integer >= 1", where=where, fix="pass chips=2")
-    lim = get_limits(limits) if limits is not None or int(chips) <= 1 else SPINNAKER2_BOARD
-    chips = check_int(
-        chips,
-        "chips",
-        lo=1,
-        hi=lim.n_chips,
-        where=where,
-        error=ConfigError,
-        fix=f"use at most the {lim.n_chips} chip(s) of {lim.name!r} (limits='board' has 48)",
-    )
-    return lim, chips
-
-
 def graph_mapper(
     model: FloatModel,
     calibration: Any,
@@ -566,7 +550,7 @@ def graph_mapper(
     """
     where = "graph_mapper"
     check_type(model, "model", FloatModel, where=where, error=ONNXError, fix="import with load_onnx")
-    lim, chips = _resolve_limits(limits, chips, where)
+    lim, chips = limits_for_chips(limits, chips, where)
     acc_bits = check_int(lim.acc_bits if acc_bits is None else acc_bits, "acc_bits", lo=8, hi=62, where=where)
     overflow = check_choice(overflow, "overflow", ("error", "wrap"), where=where, error=QuantizationError)
     bad: list[Violation] = []

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pondlib.devices.core.device import explore_level
 from pondlib.devices.spinnaker2.limits import SPINNAKER2_CHIP
 from pondlib.devices.spinnaker2.timing import PAPER_MODEL
 from pondlib.errors import ConfigError
@@ -42,16 +43,6 @@ _DRAM_RW = (11.0, 12.0)  # pJ/bit, assumed (STEMS Table 1)
 _MAC_PJ = 0.16  # pJ per int8 MAC, assumed (STEMS Table 1's 4-bit MAC)
 
 
-def _level(name: str, size_bits: int | None, bw: float, rw: tuple[float, float]) -> dict[str, Any]:
-    return {
-        "name": name,
-        "size_bits": size_bits,
-        "bandwidth_bits_per_cycle": float(bw),
-        "read_energy_pj_per_bit": rw[0],
-        "write_energy_pj_per_bit": rw[1],
-    }
-
-
 def explore_hardware(level: str | None = None) -> dict[str, Any]:
     """One PE (module docstring); ``level``: ``"SRAM"`` (the only one, also the default).
 
@@ -65,10 +56,10 @@ def explore_hardware(level: str | None = None) -> dict[str, Any]:
     regs = (_SRAM_RW[0], 0.0)
     return {
         "name": "SpiNNaker2 PE (SRAM data region over DRAM)",
-        "shared": _level("PE SRAM (data region)", lim.sram_data_bytes * 8, 128.0, _SRAM_RW),
-        "input_buffer": _level("MLA operands (inputs)", 64 * 8 * 4, 128.0, regs),
-        "weight_buffer": _level("MLA operands (weights)", 64 * 8 * 4, 128.0, regs),
-        "dram": _level("LPDDR4 DRAM", None, dram_bw, _DRAM_RW),
+        "shared": explore_level("PE SRAM (data region)", lim.sram_data_bytes * 8, 128.0, _SRAM_RW),
+        "input_buffer": explore_level("MLA operands (inputs)", 64 * 8 * 4, 128.0, regs),
+        "weight_buffer": explore_level("MLA operands (weights)", 64 * 8 * 4, 128.0, regs),
+        "dram": explore_level("LPDDR4 DRAM", None, dram_bw, _DRAM_RW),
         "sop_energy_pj": _MAC_PJ,
         "mac_energy_pj": _MAC_PJ,
         "pe_k": 16,

@@ -61,6 +61,7 @@ import numpy as np
 
 from pondlib.devices.core import intops
 from pondlib.devices.core.intmath import sat
+from pondlib.devices.spinnaker2.sim import mla_register
 from pondlib.errors import SimulationError
 
 __all__ = [
@@ -151,8 +152,6 @@ class GraphOp:
 
 
 def _accumulate(acc: np.ndarray, op: GraphOp, acc_bits: int, overflow: str) -> np.ndarray:
-    from pondlib.devices.spinnaker2.sim import mla_register
-
     return mla_register(acc, acc_bits, overflow, lambda i: f"{op.name}, index {i}")
 
 

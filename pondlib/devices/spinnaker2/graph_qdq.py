@@ -28,6 +28,7 @@ from pondlib.devices.spinnaker2.dnn_graph import GraphConfig
 from pondlib.devices.spinnaker2.graph_ops import GraphOp
 from pondlib.devices.spinnaker2.graph_tiling import tile_op
 from pondlib.devices.spinnaker2.limits import get_limits
+from pondlib.devices.spinnaker2.onnx import check_symmetric
 from pondlib.errors import ONNXError
 from pondlib.graph.dnn import QDQModel
 from pondlib.validate import check_type
@@ -42,14 +43,7 @@ def _frac(scale: float) -> int:
 def _groups(model: QDQModel) -> list[list[Any]]:
     groups: list[list[Any]] = []
     for ly in model.layers:
-        if ly.in_zp or ly.out_zp or not ly.out_signed or not model.in_signed:
-            raise ONNXError(
-                "zero point / type",
-                value=f"in {ly.in_zp}, out {ly.out_zp}, signed {ly.out_signed}",
-                limit="symmetric int8 (zero point 0)",
-                where=f"layer {ly.name!r}",
-                fix="quantize_static(..., activation_type=QInt8, extra_options={'ActivationSymmetric': True})",
-            )
+        check_symmetric(model, ly)
         if ly.kind in ("gemm", "conv", "reshape"):
             groups.append([ly])
         elif ly.kind == "requant" and groups and groups[-1][0].kind in ("gemm", "conv") and len(groups[-1]) == 1:

@@ -21,12 +21,18 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
 
 from pondlib.devices.core.lookup import resolve_limits
 from pondlib.errors import ConfigError
 from pondlib.validate import check_bool, check_float, check_int, check_type
 
-__all__ = ["SpiNNaker2Limits", "SPINNAKER2_CHIP", "SPINNAKER2_CHIP_HIGH", "SPINNAKER2_BOARD", "LIMITS", "get_limits"]
+__all__ = [
+    "SpiNNaker2Limits", "SPINNAKER2_CHIP", "SPINNAKER2_CHIP_HIGH", "SPINNAKER2_BOARD", "LIMITS", "get_limits",
+    "limits_for_chips",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -178,3 +184,23 @@ def get_limits(limits: SpiNNaker2Limits | str | None = None) -> SpiNNaker2Limits
     """A limits instance from an instance, a short name (``chip``, ``chip300``, ``board``), a display name,
     or None (the default)."""
     return resolve_limits(limits, LIMITS, default=SPINNAKER2_CHIP, device="SpiNNaker2")
+
+
+def limits_for_chips(limits: Any, chips: Any, where: str) -> tuple[SpiNNaker2Limits, int]:
+    """The limits and the checked chip count of a mapping over ``chips`` chips (``chips > 1`` with no limits:
+    the 48-chip board).
+
+    Example:
+        >>> lim, n = limits_for_chips(None, 3, "example")
+        >>> lim.n_chips, n
+        (48, 3)
+
+    Raises:
+        ConfigError: a chip count that is not an integer in 1..limits.n_chips.
+    """
+    if isinstance(chips, bool) or not isinstance(chips, int | np.integer):
+        raise ConfigError("chips", value=repr(chips), limit="an integer >= 1", where=where, fix="pass chips=2")
+    lim = get_limits(limits) if limits is not None or int(chips) <= 1 else SPINNAKER2_BOARD
+    n = check_int(chips, "chips", lo=1, hi=lim.n_chips, where=where, error=ConfigError,
+                  fix=f"use at most the {lim.n_chips} chip(s) of {lim.name!r} (limits='board' has 48)")  # fmt: skip
+    return lim, n

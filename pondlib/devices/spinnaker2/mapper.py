@@ -93,7 +93,7 @@ import numpy as np
 from pondlib.devices.core.lookup import as_graph
 from pondlib.devices.core.numerics import relative_error
 from pondlib.devices.core.rules import check_rules, raise_violations
-from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, get_limits
+from pondlib.devices.spinnaker2.limits import SpiNNaker2Limits, limits_for_chips
 from pondlib.devices.spinnaker2.snn_context import (
     SUPPORTED_MODULES,
     MappingContext,
@@ -174,28 +174,6 @@ def _request(
         record_v=record_v,
         options=LIFOptions() if options is None else options,
     )
-
-
-def _chips(limits: Any, chips: Any) -> tuple[SpiNNaker2Limits, int]:
-    """The limits and the checked chip count (``chips > 1`` with no limits: the 48-chip board).
-
-    Raises:
-        ConfigError: a chip count that is not an integer in 1..limits.n_chips.
-    """
-    where = "spinnaker2.mapper"
-    if isinstance(chips, (bool, np.bool_)) or not isinstance(chips, (int, np.integer)):
-        raise ConfigError("chips", value=repr(chips), limit="an integer >= 1", where=where, fix="pass chips=2")
-    lim = get_limits(limits) if limits is not None or chips <= 1 else get_limits("board")
-    n = check_int(
-        chips,
-        "chips",
-        lo=1,
-        hi=lim.n_chips,
-        where=where,
-        error=ConfigError,
-        fix=f"use at most the {lim.n_chips} chip(s) of {lim.name!r} (limits='board' has 48)",
-    )
-    return lim, n
 
 
 def _population_spec(sp: ScaledPopulation) -> PopulationSpec:
@@ -309,7 +287,7 @@ def mapper(
         ConfigError: a malformed argument, or delays that are not numbers.
         GraphError: the input is not a graph.
     """
-    lim, chips = _chips(limits, chips)
+    lim, chips = limits_for_chips(limits, chips, "spinnaker2.mapper")
     g = as_graph(graph)
     request = _request(
         lim, neuron_model, delays, weight_scale, neurons_per_pe, spike_rate, record_ticks, record_v, options

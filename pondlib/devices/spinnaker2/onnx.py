@@ -36,7 +36,7 @@ from pondlib.errors import ONNXError
 from pondlib.graph.dnn import FloatModel, QDQLayer, QDQModel
 from pondlib.validate import check_type
 
-__all__ = ["to_spinnaker2", "qdq_to_spinnaker2", "pow2_error"]
+__all__ = ["to_spinnaker2", "qdq_to_spinnaker2", "pow2_error", "check_symmetric"]
 
 
 def pow2_error(m: float) -> tuple[int, float]:
@@ -78,6 +78,19 @@ def to_spinnaker2(model: FloatModel) -> Any:
     return MLP(tuple(DenseLayer(ly.params["weight"], ly.params.get("bias"), relu, ly.name) for ly, relu in dense))
 
 
+def check_symmetric(model: QDQModel, layer: QDQLayer) -> None:
+    """Refuse a layer that is not symmetric int8 (zero points 0, signed), which SpiNNaker2's power-of-two
+    integer path needs; :class:`~pondlib.errors.ONNXError` naming the zero points and the quantizer option."""
+    if layer.in_zp or layer.out_zp or not layer.out_signed or not model.in_signed:
+        raise ONNXError(
+            "zero point / type",
+            value=f"in {layer.in_zp}, out {layer.out_zp}, signed {layer.out_signed}",
+            limit="symmetric int8 (zero point 0)",
+            where=f"layer {layer.name!r}",
+            fix="quantize_static(..., activation_type=QInt8, extra_options={'ActivationSymmetric': True})",
+        )
+
+
 def qdq_to_spinnaker2(model: QDQModel, *, acc_bits: int | None = None) -> tuple[Any, list[dict]]:
     """A SpiNNaker2 :class:`~pondlib.devices.spinnaker2.dnn.DNNConfig` (power-of-two shifts) and one report
     dict per layer (``name``, ``M``, ``shift``, ``rel_error``). Input: ``model.quantize_input(x)``."""
@@ -86,14 +99,7 @@ def qdq_to_spinnaker2(model: QDQModel, *, acc_bits: int | None = None) -> tuple[
     acc_bits = lim.acc_bits if acc_bits is None else int(acc_bits)
     groups: list[list[QDQLayer]] = []
     for ly in model.layers:
-        if ly.in_zp or ly.out_zp or not ly.out_signed or not model.in_signed:
-            raise ONNXError(
-                "zero point / type",
-                value=f"in {ly.in_zp}, out {ly.out_zp}, signed {ly.out_signed}",
-                limit="symmetric int8 (zero point 0)",
-                where=f"layer {ly.name!r}",
-                fix="quantize_static(..., activation_type=QInt8, extra_options={'ActivationSymmetric': True})",
-            )
+        check_symmetric(model, ly)
         if ly.kind == "gemm":
             groups.append([ly])
         elif ly.kind == "requant" and groups and len(groups[-1]) == 1:
