@@ -43,19 +43,21 @@ from the state size per step (measured with ``benchmarks/inference.py``): 1 up t
 run as one shorter chunk. Chunking changes only which rows each product sees at once, so the
 results are those of the step-by-step loop up to the products' rounding.
 
-Event-driven inference. On CPU, for a float32 chain without recurrent layers called without ``record``,
-the default path (``"auto"``) runs the whole chain as one compiled kernel instead
-(:func:`pondlib.nn.native.chain_forward`, :mod:`pondlib.nn.chain_kernels`): tiles of 8 samples on the
-cores, each tile through all ``T`` steps with its state in cache, and each product as a sum over the
-non-zero entries of its input row only (the active rows of ``W`` gathered) where the row is sparse,
-over all rows where it is dense, the same value either way. Spike inputs are mostly zeros (5 % per step
-on ``benchmarks/inference.py``, about 13 % of the hidden spikes), so most of the dense product's work
-is skipped; ``benchmarks/sparsity.py`` measures the CPU work against the XLA loop from 1 % to 50 %
-input density (the gathered kernel did less up to about 20-30 %). The kernel sums each product in
-ascending input order, the XLA loop in its own blocked order: the spikes agree (on the tests' networks
-and the benchmarks), the states to float32 rounding (``tests/nn/test_speed_paths.py``). The path is
-chosen when the function is traced, by ``chain_scan(..., path=)`` or :func:`inference_path` (the
-user's hint: ``"sparse"`` or ``"dense"`` also for recurrent chains, ``"xla"`` for the XLA loop).
+Event-driven inference. On CPU, for a float32 chain called without ``record``, the default path
+(``"auto"``) runs the whole chain as one compiled kernel instead (:func:`pondlib.nn.native.chain_forward`:
+``pondlib/nn/csrc/chain.c``, built by the system C compiler on first use and cached on disk; where no
+compiler is found, :mod:`pondlib.nn.chain_kernels` compiled by numba, and then recurrent chains keep the
+XLA loop, whose batched product beats numba's). Tiles of 8 samples run on the cores, each tile through
+all ``T`` steps with its state in cache, and each product is a sum over the non-zero entries of its input
+row only (the active rows of ``W`` gathered, blocks of 64 outputs kept in registers) where the row is
+sparse, over all rows where it is dense, the same value either way. Spike inputs are mostly zeros (5 %
+per step on ``benchmarks/inference.py``, about 13 % of the hidden spikes, 43 % in its recurrent variant),
+so most of the dense product's work is skipped; ``benchmarks/sparsity.py`` measures the work against the
+XLA loop from 1 % to 50 % input density. The kernel sums each product in ascending input order, the XLA
+loop in its own blocked order: the spikes agree (on the tests' networks and the benchmarks), the states
+to float32 rounding (``tests/nn/test_speed_paths.py``); the C and the numba builds agree bit for bit.
+The path is chosen when the function is traced, by ``chain_scan(..., path=)`` or
+:func:`inference_path` (the user's hint: ``"sparse"`` or ``"dense"``, ``"xla"`` for the XLA loop).
 
 Under :func:`jax.grad` the fused loop is not used: the custom VJP's forward pass runs the chain layer
 by layer (the ``Linear`` products over all steps, the LIF layers through the hand adjoint of
@@ -102,8 +104,8 @@ from pondlib.validate import check_choice, check_int
 __all__ = ["chain_scan", "chunk_steps", "fusible", "inference_path", "PATHS"]
 
 #: The inference paths of :func:`chain_scan` (module docstring, "Event-driven inference"): ``"auto"``
-#: the compiled kernel on CPU for a chain without recurrent layers, each row's product sparse or dense
-#: by its measured density (the XLA loop for recurrent chains); ``"sparse"`` / ``"dense"`` the kernel
+#: the compiled kernel on CPU, each row's product sparse or dense by its measured density (the XLA loop
+#: for recurrent chains when the kernel is numba's); ``"sparse"`` / ``"dense"`` the kernel
 #: with every product gathered / dense; ``"xla"`` the XLA loop.
 PATHS = ("auto", "sparse", "dense", "xla")
 _default_path = ["auto"]
@@ -269,18 +271,19 @@ def _chunk(specs: tuple, params: tuple, record: bool, carry: tuple, xk: jax.Arra
 
 def _kernel_eligible(static: tuple, params: tuple, x: jax.Array, states: tuple) -> bool:
     """Whether the compiled kernel may run the chain: not ``record``, not the ``"xla"`` path, on the
-    ``"auto"`` path no recurrent layer, a non-empty float32 input and float32 parameters and states,
-    fewer than 2^31 parameters in all, and the kernels available (:func:`pondlib.nn.native.eligible`,
-    :func:`pondlib.nn.native.chain_available`)."""
+    ``"auto"`` path no recurrent layer unless the kernel is the C build, a non-empty float32 input and
+    float32 parameters and states, fewer than 2^31 parameters in all, and the chain kernel available
+    (:func:`pondlib.nn.native.chain_eligible`)."""
     specs, record, _, path = static
     if record or path == "xla" or x.size == 0:
         return False
-    if path == "auto" and any(spec[0] == "lif" and p[4] is not None for spec, p in zip(specs, params)):
-        return False  # a recurrent product is dense work that XLA's batched product does better
+    recurrent = any(spec[0] == "lif" and p[4] is not None for spec, p in zip(specs, params))
+    if path == "auto" and recurrent and native.chain_engine() != "c":
+        return False  # numba's recurrent product is slower than XLA's batched one; the C build's is not
     arrays = jax.tree_util.tree_leaves((params, states))
     if sum(a.size for a in arrays) >= 2**31 - 2**24:
         return False
-    return native.eligible(x, *arrays) and native.chain_available()
+    return native.chain_eligible(x, *arrays)
 
 
 def _kernel_layout(specs: tuple, params: tuple) -> tuple[np.ndarray, list, int]:

@@ -81,13 +81,24 @@ import importlib
 import math
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["available", "chain_available", "chain_forward", "CHAIN_MODES", "CHAIN_CROSSOVER"]
+from pondlib.cprogram import native as cnative
+
+__all__ = [
+    "available",
+    "chain_available",
+    "chain_eligible",
+    "chain_engine",
+    "chain_forward",
+    "CHAIN_MODES",
+    "CHAIN_CROSSOVER",
+]
 
 _FWD_TARGET = "pondlib_lif_forward"
 _BWD_TARGET = "pondlib_lif_backward"
@@ -313,7 +324,7 @@ def chain_available() -> bool:
         >>> isinstance(native.chain_available(), bool)
         True
     """
-    if not available():
+    if os.environ.get("PONDLIB_NATIVE", "1") == "0" or not _has_ffi():
         return False
     with _lock:
         if "chain" not in _state:
@@ -321,15 +332,57 @@ def chain_available() -> bool:
         return _state["chain"]
 
 
+def chain_eligible(*arrays: Any) -> bool:
+    """Whether :func:`chain_forward` may run on these arrays: every one float32 (``None`` refused), JAX's
+    default backend a CPU (:func:`cpu_backend`) and the chain kernel :func:`chain_available` (which does
+    not wait for the training kernels)."""
+    if any(a is None or jnp.result_type(a) != jnp.float32 for a in arrays):
+        return False
+    return cpu_backend() and chain_available()
+
+
+def chain_engine() -> str | None:
+    """Which build of the chain kernel runs: ``"c"`` (pondlib/nn/csrc/chain.c, built by the system C
+    compiler and cached, :mod:`pondlib.cprogram.native`), ``"numba"`` (:mod:`pondlib.nn.chain_kernels`,
+    where no C compiler is found) or None (neither: the XLA loop runs).
+
+    Example:
+        >>> from pondlib.nn import native
+        >>> native.chain_engine() in ("c", "numba", None)
+        True
+    """
+    return _state.get("chain_engine") if chain_available() else None
+
+
+def _has_ffi() -> bool:
+    ffi = getattr(jax, "ffi", None)
+    return ffi is not None and all(
+        hasattr(ffi, f) for f in ("register_ffi_target", "ffi_call", "pycapsule", "include_dir")
+    )
+
+
+def _chain_pointer() -> tuple[Any, str]:
+    """The chain kernel's FFI handler as a ctypes function pointer and the engine it comes from: the C
+    build when a compiler is there, else numba's."""
+    proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+    source = Path(__file__).resolve().parent / "csrc" / "chain.c"
+    lib = cnative.load("pond_chain", source, include_dirs=(jax.ffi.include_dir(),))
+    if lib is not None:
+        return proto(ctypes.cast(lib.pond_chain_handler, ctypes.c_void_p).value), "c"
+    handler = importlib.import_module("pondlib.nn.chain_kernels").handler()
+    return (handler, proto(handler.address)), "numba"
+
+
 def _register_chain() -> bool:
     """Compile and register the chain kernel's handler, then run it on Linear(1 -> 1, w = 1) -> LIF with
     decays 1/2 and threshold 1 (the example of :mod:`pondlib.nn.lif`): input 4.5, 0, 0 gives spikes
     2, 1, 0."""
     try:
-        handler = importlib.import_module("pondlib.nn.chain_kernels").handler()
-        pointer = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(handler.address)
+        keep, engine = _chain_pointer()
+        pointer = keep[1] if isinstance(keep, tuple) else keep
         jax.ffi.register_ffi_target(_CHAIN_TARGET, jax.ffi.pycapsule(pointer), platform="cpu")
-        _state["keep_chain"] = (handler, pointer)
+        _state["keep_chain"] = keep  # the compiled code must outlive every call
+        _state["chain_engine"] = engine
         ops = np.array([[0, 1, 1, 0, -1, 0, 0, 0], [1, 1, 1, 1, -1, 0, 0, 0]], np.int32)
         with jax.ensure_compile_time_eval():  # eagerly, also when the first use is inside a trace
             prm = jnp.asarray([1.0, 0.5, 0.5, 1.0, 0.0, 2.0**16], jnp.float32)  # w, alpha, beta, theta, bias, cap
@@ -356,10 +409,17 @@ def chain_forward(x, prm, ops, state0, n_out, mode: str = "auto", crossover: flo
     Returns:
         ``(y (T, B, n_out), state (B, S))``.
     """
-    _ensure_registered()
     if "keep_chain" not in _state:
         chain_available()
     steps, batch = x.shape[0], x.shape[1]
-    call = jax.ffi.ffi_call(_CHAIN_TARGET, (_f32((steps, batch, n_out)), _f32(state0.shape)), vmap_method="sequential")
+    # the C build reads x and writes y batch-major (XLA layout {1, 0, 2}): a (B, T, n) input swapped to
+    # time-major, and the swap back of the output, are then free
+    layout = {"input_layouts": [(1, 0, 2), None, None, None, None], "output_layouts": [(1, 0, 2), None]}
+    call = jax.ffi.ffi_call(
+        _CHAIN_TARGET,
+        (_f32((steps, batch, n_out)), _f32(state0.shape)),
+        vmap_method="sequential",
+        **(layout if _state.get("chain_engine") == "c" else {}),
+    )
     cfg = jnp.asarray([CHAIN_MODES[mode], crossover], jnp.float32)
     return call(x, prm, jnp.asarray(ops, jnp.int32), state0, cfg)

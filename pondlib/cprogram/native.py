@@ -1,0 +1,189 @@
+r"""pondlib's own compiled kernels (the CPU loops behind :mod:`pondlib.nn.native` and the chips' bit-exact
+simulators), built from C sources shipped in the package by the system C compiler on their first use and
+cached on disk, so that a fresh process loads them in milliseconds and the first use after installation
+waits about a second per kernel library instead of numba's 10--25 s.
+
+A library is built from one C file (``source``), the headers beside it that it includes, and optional
+include folders. Its cache key is the SHA-256 of everything that decides the machine code:
+
+.. math::
+
+    \mathrm{key} = \mathrm{SHA256}(\text{source} \,\|\, \text{headers} \,\|\, \text{flags} \,\|\,
+    \text{compiler version} \,\|\, \text{CPU model and flags} \,\|\, \text{ABI version})
+
+so a changed source, compiler or machine builds a new library beside the old one (the flags include
+``-march=native``: a cache shared between machines of different CPUs never loads code for the wrong
+one). The library lands in ``$PONDLIB_CACHE_DIR`` (default ``$XDG_CACHE_HOME/pondlib`` or
+``~/.cache/pondlib``) under ``native/<name>-<key[:16]>.so``; it is written to a temporary name and
+renamed, so two processes building at once both end with a whole library.
+
+Floating point: ``-O3 -march=native -ffp-contract=off -fno-fast-math``: the compiler may vectorize but
+neither reassociates nor fuses on its own; a kernel that needs a fused multiply-add calls ``fmaf``
+(one instruction where the CPU has FMA), so its results are the same at every optimisation level.
+OpenMP (``-fopenmp``) is used when the compiler has it; a kernel must give the same results on any
+number of threads.
+
+The compiler is ``$PONDLIB_CC`` if set (``PONDLIB_CC=none`` turns the C kernels off: callers then use
+their numba or XLA loops), else ``$CC``, else ``cc``, ``gcc`` or ``clang`` on PATH. Without one,
+:func:`load` returns None and says why in :func:`unavailable_reason`: the C kernels are an
+acceleration, never a requirement.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> from pondlib.cprogram import native
+    >>> src = pathlib.Path(tempfile.mkdtemp()) / "twice.c"
+    >>> _ = src.write_text("int twice(int x) { return 2 * x; }\n")
+    >>> lib = native.load("twice", src, folder=src.parent)
+    >>> lib is None or lib.twice(21) == 42
+    True
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+__all__ = ["ABI", "FLAGS", "cache_dir", "compiler", "load", "unavailable_reason"]
+
+#: Bumped when the calling convention between Python and the libraries changes.
+ABI = 1
+
+#: Compiler flags of every library (``-fopenmp`` added where the compiler has it).
+FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-std=c11")
+
+_lock = threading.Lock()
+_loaded: dict[str, ctypes.CDLL] = {}
+_why: dict[str, str] = {}
+
+
+def cache_dir() -> Path:
+    """Where built libraries are kept: ``$PONDLIB_CACHE_DIR``, else ``$XDG_CACHE_HOME/pondlib``, else
+    ``~/.cache/pondlib`` (the ``native`` folder in it)."""
+    root = os.environ.get("PONDLIB_CACHE_DIR")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = str(Path(xdg) / "pondlib") if xdg else str(Path.home() / ".cache" / "pondlib")
+    return Path(root) / "native"
+
+
+def compiler() -> str | None:
+    """The C compiler the kernels are built with (module docstring), or None."""
+    chosen = os.environ.get("PONDLIB_CC")
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "none", "0", "off") else chosen
+    for cand in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cand and shutil.which(cand):
+            return cand
+    return None
+
+
+def unavailable_reason(name: str) -> str | None:
+    """Why :func:`load` returned None for the library ``name`` in this process (None: it did not)."""
+    return _why.get(name)
+
+
+def _cpu() -> str:
+    """The CPU model and feature flags (``-march=native`` code depends on them)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return platform.machine() + platform.processor()
+    keep = [line for line in text.splitlines() if line.startswith(("model name", "flags", "Features", "isa"))]
+    return "\n".join(sorted(set(keep)))
+
+
+def _version(cc: str) -> str:
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip()
+
+
+def _openmp(cc: str, work: Path) -> bool:
+    """Whether ``cc`` builds a shared library with ``-fopenmp``."""
+    probe = work / "omp_probe.c"
+    probe.write_text("#include <omp.h>\nint pond_threads(void) { return omp_get_max_threads(); }\n")
+    cmd = [cc, *FLAGS, "-fopenmp", "-o", str(work / "omp_probe.so"), str(probe)]
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _key(cc: str, source: Path, includes: tuple[Path, ...]) -> str:
+    digest = hashlib.sha256()
+    digest.update(source.read_bytes())
+    for folder in (source.parent, *includes):
+        for header in sorted(folder.glob("*.h")):
+            digest.update(header.name.encode() + header.read_bytes())
+    for part in (" ".join(FLAGS), _version(cc), _cpu(), f"abi{ABI}", cc):
+        digest.update(part.encode())
+    return digest.hexdigest()
+
+
+def _build(name: str, cc: str, source: Path, includes: tuple[Path, ...], target: Path) -> str | None:
+    """Compile ``source`` into ``target`` (atomically); the compiler's message on failure."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-") as tmp:
+        work = Path(tmp)
+        flags = [*FLAGS, *(["-fopenmp"] if _openmp(cc, work) else [])]
+        out = work / target.name
+        cmd = [cc, *flags, *(f"-I{p}" for p in (source.parent, *includes)), "-o", str(out), str(source), "-lm"]
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"{cc} could not run: {exc}"
+        if run.returncode != 0:
+            return f"{cc} failed on {source.name}: {run.stderr.strip()[-2000:]}"
+        os.replace(out, target)
+    return None
+
+
+def load(
+    name: str, source: str | Path, *, include_dirs: tuple[str | Path, ...] = (), folder: str | Path | None = None
+) -> ctypes.CDLL | None:
+    """The shared library built from the C file ``source`` (module docstring), loaded with ctypes, or
+    None when no compiler is configured or the build fails (:func:`unavailable_reason` says which).
+    Built once per source, compiler and machine; later calls in the process return the same object.
+
+    Args:
+        name: the library's name (letters, digits and ``_``), used in the cached file's name.
+        source: the C file; the ``*.h`` files beside it and in ``include_dirs`` are part of the key.
+        include_dirs: extra folders for ``#include`` (for example XLA's FFI headers).
+        folder: where to keep the library (default :func:`cache_dir`).
+    """
+    with _lock:
+        if name in _loaded:
+            return _loaded[name]
+        cc = compiler()
+        if cc is None:
+            _why[name] = "no C compiler (PONDLIB_CC=none, or none of $CC, cc, gcc, clang on PATH)"
+            return None
+        src = Path(source)
+        includes = tuple(Path(p) for p in include_dirs)
+        root = Path(folder) if folder is not None else cache_dir()
+        target = root / f"{name}-{_key(cc, src, includes)[:16]}.so"
+        if not target.exists():
+            try:
+                failure = _build(name, cc, src, includes, target)
+            except OSError as exc:
+                failure = f"cannot write the cache folder {root}: {exc}"
+            if failure is not None:
+                _why[name] = failure
+                return None
+        try:
+            lib = ctypes.CDLL(str(target))
+        except OSError as exc:
+            _why[name] = f"cannot load {target}: {exc}"
+            return None
+        _loaded[name] = lib
+        _why.pop(name, None)
+        return lib
