@@ -50,6 +50,9 @@ import tempfile
 import threading
 from pathlib import Path
 
+from pondlib.errors import CodegenError
+from pondlib.validate import check_c_name, check_readable_file, check_type
+
 __all__ = ["ABI", "FLAGS", "cache_dir", "compiler", "load", "unavailable_reason"]
 
 #: Bumped when the calling convention between Python and the libraries changes.
@@ -153,13 +156,18 @@ def load(
     """The shared library built from the C file ``source`` (module docstring), loaded with ctypes, or
     None when no compiler is configured or the build fails (:func:`unavailable_reason` says which).
     Built once per source, compiler and machine; later calls in the process return the same object.
+    A name that is not a C identifier, a missing source or include folders that are not a tuple or
+    list raise :class:`~pondlib.errors.CodegenError`.
 
     Args:
-        name: the library's name (letters, digits and ``_``), used in the cached file's name.
+        name: the library's name (a lower-case C identifier), used in the cached file's name.
         source: the C file; the ``*.h`` files beside it and in ``include_dirs`` are part of the key.
         include_dirs: extra folders for ``#include`` (for example XLA's FFI headers).
         folder: where to keep the library (default :func:`cache_dir`).
     """
+    name = check_c_name(name, "kernel library name", error=CodegenError)
+    src = check_readable_file(source, "kernel source", error=CodegenError, suffix=".c")
+    check_type(include_dirs, "include_dirs", (tuple, list), where="native.load", error=CodegenError)
     with _lock:
         if name in _loaded:
             return _loaded[name]
@@ -167,7 +175,6 @@ def load(
         if cc is None:
             _why[name] = "no C compiler (PONDLIB_CC=none, or none of $CC, cc, gcc, clang on PATH)"
             return None
-        src = Path(source)
         includes = tuple(Path(p) for p in include_dirs)
         root = Path(folder) if folder is not None else cache_dir()
         target = root / f"{name}-{_key(cc, src, includes)[:16]}.so"

@@ -33,6 +33,9 @@
 #endif
 
 #define TILE 8
+#ifndef BLOCK
+#define BLOCK 64
+#endif
 
 enum { OP_LINEAR = 0, OP_LIF = 1 };
 
@@ -95,11 +98,10 @@ static int64_t gather(const float *h, int64_t n, int32_t *idx)
 /* out[o] = sum over p of fma(h[ev[p]], w[ev[p], o], .) from +0, p ascending (rows of w n_out long);
  * blocks of 64 outputs stay in registers while the events stream past */
 static void gather_rows(const float *restrict h, const int32_t *restrict ev, int64_t nnz, const float *restrict w,
-                        int64_t n_out, float *restrict out)
+                        int64_t n_out, float *restrict out, int64_t o, int64_t o_end)
 {
-    int64_t o = 0;
 #ifdef POND_AVX2
-    for (; o + 64 <= n_out; o += 64) {
+    for (; o + 64 <= o_end; o += 64) {
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
         for (int64_t p = 0; p < nnz; ++p) {
             const int64_t i = ev[p];
@@ -123,14 +125,14 @@ static void gather_rows(const float *restrict h, const int32_t *restrict ev, int
         _mm256_storeu_ps(out + o + 48, a6);
         _mm256_storeu_ps(out + o + 56, a7);
     }
-    for (; o + 8 <= n_out; o += 8) {
+    for (; o + 8 <= o_end; o += 8) {
         __m256 a = _mm256_setzero_ps();
         for (int64_t p = 0; p < nnz; ++p)
             a = _mm256_fmadd_ps(_mm256_set1_ps(h[ev[p]]), _mm256_loadu_ps(w + ev[p] * n_out + o), a);
         _mm256_storeu_ps(out + o, a);
     }
 #endif
-    for (; o < n_out; ++o) {
+    for (; o < o_end; ++o) {
         float a = 0.0f;
         for (int64_t p = 0; p < nnz; ++p)
             a = fmaf(h[ev[p]], w[ev[p] * n_out + o], a);
@@ -154,10 +156,15 @@ static void product(const chain_args *c, const float *const *h, int32_t *const *
         }
         sparse = (float)total <= c->crossover * (float)(n_b * n_in);
     }
-    for (int64_t b = 0; b < n_b; ++b) {
+    for (int64_t b = 0; b < n_b; ++b)
         if (sparse && nnz[b] < 0)
             nnz[b] = gather(h[b], n_in, ev[b]);
-        gather_rows(h[b], sparse ? ev[b] : all, sparse ? nnz[b] : n_in, w, n_out, out[b]);
+    /* column blocks outermost: a block of W (BLOCK columns of every row) stays in the first-level
+     * cache for all the tile's samples */
+    for (int64_t o = 0; o < n_out; o += BLOCK) {
+        const int64_t o_end = o + BLOCK < n_out ? o + BLOCK : n_out;
+        for (int64_t b = 0; b < n_b; ++b)
+            gather_rows(h[b], sparse ? ev[b] : all, sparse ? nnz[b] : n_in, w, n_out, out[b], o, o_end);
     }
 }
 
