@@ -110,17 +110,6 @@ def _version(cc: str) -> str:
     return out.stdout.strip()
 
 
-def _openmp(cc: str, work: Path) -> bool:
-    """Whether ``cc`` builds a shared library with ``-fopenmp``."""
-    probe = work / "omp_probe.c"
-    probe.write_text("#include <omp.h>\nint pond_threads(void) { return omp_get_max_threads(); }\n")
-    cmd = [cc, *FLAGS, "-fopenmp", "-o", str(work / "omp_probe.so"), str(probe)]
-    try:
-        return subprocess.run(cmd, capture_output=True, timeout=120).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
 def _key(cc: str, source: Path, includes: tuple[Path, ...]) -> str:
     digest = hashlib.sha256()
     digest.update(source.read_bytes())
@@ -136,14 +125,16 @@ def _build(name: str, cc: str, source: Path, includes: tuple[Path, ...], target:
     """Compile ``source`` into ``target`` (atomically); the compiler's message on failure."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-") as tmp:
-        work = Path(tmp)
-        flags = [*FLAGS, *(["-fopenmp"] if _openmp(cc, work) else [])]
-        out = work / target.name
-        cmd = [cc, *flags, *(f"-I{p}" for p in (source.parent, *includes)), "-o", str(out), str(source), "-lm"]
-        try:
-            run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        except (OSError, subprocess.SubprocessError) as exc:
-            return f"{cc} could not run: {exc}"
+        out = Path(tmp) / target.name
+        base = [cc, *FLAGS, *(f"-I{p}" for p in (source.parent, *includes)), "-o", str(out), str(source), "-lm"]
+        run = None
+        for cmd in ([*base, "-fopenmp"], base):  # OpenMP where the compiler has it, else one thread
+            try:
+                run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            except (OSError, subprocess.SubprocessError) as exc:
+                return f"{cc} could not run: {exc}"
+            if run.returncode == 0:
+                break
         if run.returncode != 0:
             return f"{cc} failed on {source.name}: {run.stderr.strip()[-2000:]}"
         os.replace(out, target)

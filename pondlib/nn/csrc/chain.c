@@ -13,7 +13,7 @@
  *           q = I + a; I = q beta; P = fma(V, alpha, sum_j I_j) + bias
  *           s = P >= theta ? min(max(floor(P / theta), 0), cap) : 0; V = P - s theta
  *   A LIF writes the indices of its non-zero spike counts as it goes (the events the next product
- *   and the next step's recurrent product gather). A product keeps blocks of 64 outputs in registers
+ *   and the next step's recurrent product gather). A product keeps blocks of 64 or 128 outputs in registers
  *   while the gathered input rows stream past (every weight loaded once per event, no partial sums
  *   stored).
  */
@@ -32,9 +32,17 @@
 #define POND_AVX2 1
 #endif
 
+#ifndef TILE
 #define TILE 8
+#endif
+/* columns of W per pass over a tile's samples: 128 where AVX-512 gives 32 vector registers (16
+ * running sums of 8 lanes), else 64 */
 #ifndef BLOCK
+#ifdef __AVX512VL__
+#define BLOCK 128
+#else
 #define BLOCK 64
+#endif
 #endif
 
 enum { OP_LINEAR = 0, OP_LIF = 1 };
@@ -101,6 +109,22 @@ static void gather_rows(const float *restrict h, const int32_t *restrict ev, int
                         int64_t n_out, float *restrict out, int64_t o, int64_t o_end)
 {
 #ifdef POND_AVX2
+#ifdef __AVX512VL__ /* 32 vector registers: 16 running sums and the broadcast input */
+    for (; o + 128 <= o_end; o += 128) {
+        __m256 a[16];
+        for (int q = 0; q < 16; ++q)
+            a[q] = _mm256_setzero_ps();
+        for (int64_t p = 0; p < nnz; ++p) {
+            const int64_t i = ev[p];
+            const __m256 hv = _mm256_set1_ps(h[i]);
+            const float *r = w + i * n_out + o;
+            for (int q = 0; q < 16; ++q)
+                a[q] = _mm256_fmadd_ps(hv, _mm256_loadu_ps(r + 8 * q), a[q]);
+        }
+        for (int q = 0; q < 16; ++q)
+            _mm256_storeu_ps(out + o + 8 * q, a[q]);
+    }
+#endif
     for (; o + 64 <= o_end; o += 64) {
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
         for (int64_t p = 0; p < nnz; ++p) {
@@ -125,11 +149,28 @@ static void gather_rows(const float *restrict h, const int32_t *restrict ev, int
         _mm256_storeu_ps(out + o + 48, a6);
         _mm256_storeu_ps(out + o + 56, a7);
     }
-    for (; o + 8 <= o_end; o += 8) {
-        __m256 a = _mm256_setzero_ps();
-        for (int64_t p = 0; p < nnz; ++p)
-            a = _mm256_fmadd_ps(_mm256_set1_ps(h[ev[p]]), _mm256_loadu_ps(w + ev[p] * n_out + o), a);
-        _mm256_storeu_ps(out + o, a);
+    /* the rest, up to 32 columns a pass: four running sums (independent chains of FMAs, so a narrow
+     * output layer is not bound by one FMA's latency per event), lanes past the end masked off */
+    for (; o < o_end; o += 32) {
+        const int32_t rest = (int32_t)(o_end - o < 32 ? o_end - o : 32);
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(rest), lane);
+        const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(rest - 8), lane);
+        const __m256i m2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(rest - 16), lane);
+        const __m256i m3 = _mm256_cmpgt_epi32(_mm256_set1_epi32(rest - 24), lane);
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t p = 0; p < nnz; ++p) {
+            const __m256 hv = _mm256_set1_ps(h[ev[p]]);
+            const float *r = w + ev[p] * n_out + o;
+            a0 = _mm256_fmadd_ps(hv, _mm256_maskload_ps(r, m0), a0);
+            a1 = _mm256_fmadd_ps(hv, _mm256_maskload_ps(r + 8, m1), a1);
+            a2 = _mm256_fmadd_ps(hv, _mm256_maskload_ps(r + 16, m2), a2);
+            a3 = _mm256_fmadd_ps(hv, _mm256_maskload_ps(r + 24, m3), a3);
+        }
+        _mm256_maskstore_ps(out + o, m0, a0);
+        _mm256_maskstore_ps(out + o + 8, m1, a1);
+        _mm256_maskstore_ps(out + o + 16, m2, a2);
+        _mm256_maskstore_ps(out + o + 24, m3, a3);
     }
 #endif
     for (; o < o_end; ++o) {
