@@ -25,6 +25,13 @@ compilation every row is timed in interleaved rounds (background load affects al
 is the median call time, as samples per second, with ratios to Spyx, and beside it the median CPU time
 of a call (the process's CPU seconds: on a shared machine, the work the call did).
 
+Beside each row: its "dense GFLOP/s" (the workload's dense products, :func:`dense_flops`, per second of
+the call: what a dense implementation would have to sustain to match it) as a percentage of this
+machine's dense float32 rate measured at the start (:func:`measure_peak`, the faster of NumPy's and
+XLA's GEMM on every core);
+an event-driven row can exceed 100 %. At the end, per variant, the best throughput over the batch
+sizes against Spyx's best (:func:`best_against_best`).
+
 ``--busy`` starts one spinning process (a ``multiprocessing`` busy loop, the other core busy) for a
 second pass of the same rounds and reports each row's slowdown (busy median / quiet median).
 
@@ -55,6 +62,7 @@ import numpy as np
 STEPS_T, N_IN, N_HID, N_OUT = 200, 64, 256, 10
 TAU_MEM, TAU_SYN, DT, INPUT_RATE = 20e-3, 10e-3, 1e-3, 0.05
 RESULTS = Path(__file__).resolve().parent / "results" / "inference.json"
+PEAK = [0.0]  # FLOP/s of measure_peak(), set by main()
 
 
 def make_input(batch: int, seed: int = 0) -> jax.Array:
@@ -242,6 +250,49 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def dense_flops(rec: bool, batch: int) -> float:
+    """Floating-point operations of the workload's dense products per call (a multiply-add counts 2):
+    ``2 T B (N_in N_hid + N_hid N_out [+ N_hid^2 recurrent])``; the LIF updates are not counted."""
+    per_step = N_IN * N_HID + N_HID * N_OUT + (N_HID * N_HID if rec else 0)
+    return 2.0 * STEPS_T * batch * per_step
+
+
+def measure_peak(size: int = 2048, rounds: int = 7) -> float:
+    """This machine's dense float32 rate in FLOP/s, measured: the faster of two GEMMs of ``size``-square
+    matrices on every core (NumPy's BLAS and XLA's), medians of ``rounds``: the practical peak a dense
+    product reaches here."""
+    a = np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)
+    ja = jnp.asarray(a)
+    f = jax.jit(lambda a: a @ a)
+    rates = []
+    for call in (lambda: a @ a, lambda: jax.block_until_ready(f(ja))):
+        call()
+        times = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t0)
+        rates.append(2.0 * size**3 / float(np.median(times)))
+    return max(rates)
+
+
+def best_against_best(results: dict, row: str = "pondlib-fused", other: str = "spyx") -> dict:
+    """Per variant, the best throughput of ``row`` over the batch sizes against the best of ``other``."""
+    out: dict = {}
+    for variant in ("feedforward", "recurrent"):
+        best = {}
+        for name in (row, other):
+            rates = [
+                r[name]["quiet_samples_per_s"]
+                for key, r in results.items()
+                if key.startswith(variant + "/") and r.get(name, {}).get("status") == "ok"
+            ]
+            best[name] = max(rates) if rates else None
+        if best[row] and best[other]:
+            out[variant] = {row: best[row], other: best[other], "ratio": best[row] / best[other]}
+    return out
+
+
 def _spin(stop) -> None:  # a busy loop on another core until told to stop
     x = 0
     while not stop.is_set():
@@ -328,6 +379,7 @@ def run(names: list[str], batches: list[int], rounds: int, calls: int, busy: boo
                     res[name][f"{label}_median_ms"] = med * 1e3
                     res[name][f"{label}_samples_per_s"] = batch / med
                     res[name][f"{label}_cpu_median_ms"] = float(np.median(cpu[name])) * 1e3
+                    res[name][f"{label}_dense_gflops"] = dense_flops(rec, batch) / med / 1e9
             for name in fns:
                 r = res[name]
                 if "spyx" in fns:
@@ -344,6 +396,8 @@ def run(names: list[str], batches: list[int], rounds: int, calls: int, busy: boo
                 line += f" (cpu {r['quiet_cpu_median_ms']:8.2f} ms)"
                 if "vs_spyx" in r:
                     line += f"  {r['vs_spyx']:.2f}x spyx"
+                if PEAK[0]:
+                    line += f"  {100 * r['quiet_dense_gflops'] * 1e9 / PEAK[0]:5.1f} % of peak"
                 if busy:
                     line += f"  busy {r['busy_samples_per_s']:9.0f} samples/s (slowdown {r['busy_slowdown']:.2f}x)"
                 print(line, flush=True)
@@ -372,7 +426,16 @@ def main(argv: list[str] | None = None) -> dict:
     batches = [int(b) for b in args.batches.split(",") if b.strip()]
     if args.host_devices > 1:
         jax.config.update("jax_num_cpu_devices", args.host_devices)  # before the first computation
+    PEAK[0] = measure_peak()
+    print(f"dense float32 peak measured here (GEMM 2048^3, every core): {PEAK[0] / 1e9:.1f} GFLOP/s; each row's")
+    print("'% of peak' is the workload's dense products (dense_flops) per second against it")
     results = run(names, batches, args.rounds, args.calls, args.busy)
+    bests = best_against_best(results)
+    for variant, b in bests.items():
+        print(
+            f"best over batch sizes, {variant}: pondlib-fused {b['pondlib-fused']:.0f} against spyx {b['spyx']:.0f}"
+            f" samples/s: {b['ratio']:.2f}x"
+        )
     if args.json:
         doc = {
             "workload": {
@@ -397,6 +460,13 @@ def main(argv: list[str] | None = None) -> dict:
                 "loadavg_1min": os.getloadavg()[0],
             },
             "versions": {d: _version(d) for d in ("pondlib", "spyx", "rockpool", "snntorch", "norse", "torch")},
+            "peak_gflops_measured": PEAK[0] / 1e9,
+            "dense_gflop_per_call": {
+                f"{v}/B={b}": dense_flops(v == "recurrent", b) / 1e9
+                for v in ("feedforward", "recurrent")
+                for b in batches
+            },
+            "best_against_best": bests,
             "results": results,
         }
         path = Path(args.json)
