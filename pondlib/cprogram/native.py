@@ -21,7 +21,8 @@ Floating point: ``-O3 -march=native -ffp-contract=off -fno-fast-math``: the comp
 neither reassociates nor fuses on its own; a kernel that needs a fused multiply-add calls ``fmaf``
 (one instruction where the CPU has FMA), so its results are the same at every optimisation level.
 OpenMP (``-fopenmp``) is used when the compiler has it; a kernel must give the same results on any
-number of threads.
+number of threads (``OMP_NUM_THREADS`` sets how many; idle threads sleep: ``OMP_WAIT_POLICY=PASSIVE``
+unless set otherwise).
 
 The compiler is ``$PONDLIB_CC`` if set (``PONDLIB_CC=none`` turns the C kernels off: callers then use
 their numba or XLA loops), else ``$CC``, else ``cc``, ``gcc`` or ``clang`` on PATH. Without one,
@@ -177,6 +178,10 @@ def load(
             if failure is not None:
                 _why[name] = failure
                 return None
+        # OpenMP threads that finish a kernel sleep instead of spinning (libgomp reads this when it
+        # loads; a value the user set is kept): the kernels run for milliseconds, and a spinning
+        # thread would take a core from XLA's own threads and from other processes
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             lib = ctypes.CDLL(str(target))
         except OSError as exc:
