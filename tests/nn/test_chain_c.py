@@ -150,3 +150,35 @@ def test_xla_calls_the_c_build_and_it_equals_numba(lib):
     prm = np.concatenate([np.ravel(np.asarray(a)) for a in pieces]).astype(np.float32)
     y_n, _ = _run_numba(np.asarray(x), prm, ops, np.zeros((11, size), np.float32), np.array([0, 0.75], np.float32), 6)
     np.testing.assert_array_equal(y, y_n)
+
+
+def test_spike_counts_at_the_edges_of_twice_the_threshold(lib):
+    """P = x exactly (alpha = 0, beta = 1, one step), thresholds of every magnitude and inputs at and
+    around theta, 1.999 theta and 2 theta: the counts the division gives, whether or not the C build
+    divides (it skips the division where every lane is below fl(1.999 theta))."""
+    rng = np.random.default_rng(11)
+    th = np.concatenate([rng.uniform(0.1, 3.0, 40), [1e-40, 3e-45, 1e-38, 1.0, 3e38, 2e38, 0.5, 7.0]])
+    th = th.astype(np.float32)
+    cases = []
+    with np.errstate(over="ignore"):  # 2 theta of the largest thresholds is inf: one of the cases
+        for t in th:
+            edges = [t, np.float32(1.999) * t, np.float32(2) * t, np.float32(0.9999) * t, np.float32(1.5) * t]
+            for e in np.asarray(edges, np.float32):
+                cases += [np.nextafter(e, np.float32(-np.inf)), e, np.nextafter(e, np.float32(np.inf))]
+    x = np.asarray(cases, np.float32)
+    n = x.size
+    thr = np.repeat(th, x.size // th.size)
+    lif = [np.zeros(n), np.ones(n), thr, np.zeros(n), [2.0**16]]
+    prm = np.concatenate([np.asarray(a, np.float32) for a in lif])
+    ops = np.array([[1, n, 1, 0, -1, 0, 0, 0]], np.int32)
+    xx = np.ascontiguousarray(x[None, None, :])
+    state0 = np.zeros((1, 3 * n), np.float32)
+    cfg = np.array([0, 0.75], np.float32)
+    y_c, s_c = _run_c(lib, xx, prm, ops, state0, cfg, n, False)
+    with np.errstate(all="ignore"):
+        expected = np.where(x >= thr, np.minimum(np.maximum(np.floor(x / thr), 0), 2.0**16), 0).astype(np.float32)
+    np.testing.assert_array_equal(y_c[0, 0], expected)
+    assert {1.0, 2.0} <= set(np.unique(expected).tolist())  # both sides of the shortcut are exercised
+    y_n, s_n = _run_numba(xx, prm, ops, state0, cfg, n)
+    np.testing.assert_array_equal(y_c.view(np.int32), y_n.view(np.int32))
+    np.testing.assert_array_equal(s_c.view(np.int32), s_n.view(np.int32))

@@ -234,8 +234,19 @@ static int64_t lif_row1(const float *restrict h, const float *restrict alpha, co
                                  _mm256_loadu_ps(bias + j));
         __m256 t = _mm256_loadu_ps(th + j);
         __m256 ge = _mm256_cmp_ps(p, t, _CMP_GE_OQ);
-        /* max(f, 0) is f > 0 ? f : 0 and min(f, cap) is f < cap ? f : cap, as in spike_count */
-        __m256 f = _mm256_min_ps(_mm256_max_ps(_mm256_floor_ps(_mm256_div_ps(p, t)), zero), capv);
+        /* max(f, 0) is f > 0 ? f : 0 and min(f, cap) is f < cap ? f : cap, as in spike_count.
+         * The division is needed only for a group with a lane at about twice its threshold or more:
+         * where theta <= P < fl(1.999 theta), floor(fl(P / theta)) = 1. Normal theta > 0:
+         * P / theta < 1.999 (1 + 2^-24) < 2 - 2^-23, which rounds to at most 2 - 2^-23 (a float);
+         * subnormal theta = m 2^-149: fl(1.999 theta) <= 2 theta, so P <= (2 m - 1) 2^-149 and
+         * P / theta <= 2 - 1/m < 2 - 2^-23; 1.999 theta overflowing to inf: P / theta < 1.999.
+         * theta <= 0, NaN or inf: no finite P passes both tests. */
+        __m256 f;
+        const __m256 below2 = _mm256_cmp_ps(p, _mm256_mul_ps(t, _mm256_set1_ps(1.999f)), _CMP_LT_OQ);
+        if (_mm256_movemask_ps(_mm256_andnot_ps(below2, ge)) == 0)
+            f = _mm256_min_ps(_mm256_set1_ps(1.0f), capv);
+        else
+            f = _mm256_min_ps(_mm256_max_ps(_mm256_floor_ps(_mm256_div_ps(p, t)), zero), capv);
         __m256 sp = _mm256_and_ps(f, ge);
         nnz = append_events(ev, nnz, (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(sp, zero, _CMP_NEQ_UQ)), j);
         _mm256_storeu_ps(v + j, _mm256_sub_ps(p, _mm256_mul_ps(sp, t)));
