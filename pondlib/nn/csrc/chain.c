@@ -181,6 +181,45 @@ static void gather_rows(const float *restrict h, const int32_t *restrict ev, int
     }
 }
 
+#ifdef POND_AVX2
+/* a narrow product (n_out <= 16) of four samples at once: two running sums each, the four samples'
+ * event loops run side by side over their common length (eight independent chains of FMAs: one
+ * sample's sums alone wait on an FMA's latency at every event), then each finishes alone. Each sum
+ * still runs over its own sample's events in ascending order. */
+static void narrow4(const float *const *h, int32_t *const *ev, const int64_t *nnz, const float *restrict w,
+                    int64_t n_out, float *const *out)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)n_out), lane);
+    const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)n_out - 8), lane);
+    __m256 a[4][2];
+    int64_t common = nnz[0];
+    for (int q = 0; q < 4; ++q) {
+        a[q][0] = a[q][1] = _mm256_setzero_ps();
+        common = nnz[q] < common ? nnz[q] : common;
+    }
+    for (int64_t p = 0; p < common; ++p) {
+        for (int q = 0; q < 4; ++q) {
+            const int64_t i = ev[q][p];
+            const __m256 hv = _mm256_set1_ps(h[q][i]);
+            a[q][0] = _mm256_fmadd_ps(hv, _mm256_maskload_ps(w + i * n_out, m0), a[q][0]);
+            a[q][1] = _mm256_fmadd_ps(hv, _mm256_maskload_ps(w + i * n_out + 8, m1), a[q][1]);
+        }
+    }
+    for (int q = 0; q < 4; ++q) {
+        __m256 x0 = a[q][0], x1 = a[q][1];
+        for (int64_t p = common; p < nnz[q]; ++p) {
+            const int64_t i = ev[q][p];
+            const __m256 hv = _mm256_set1_ps(h[q][i]);
+            x0 = _mm256_fmadd_ps(hv, _mm256_maskload_ps(w + i * n_out, m0), x0);
+            x1 = _mm256_fmadd_ps(hv, _mm256_maskload_ps(w + i * n_out + 8, m1), x1);
+        }
+        _mm256_maskstore_ps(out[q], m0, x0);
+        _mm256_maskstore_ps(out[q] + 8, m1, x1);
+    }
+}
+#endif
+
 /* out[b] = h[b] W for the n_b samples of a tile; ev/nnz: each sample's gathered inputs (nnz < 0: not
  * gathered yet, done here when the sparse loop runs); `all` holds 0, 1, ..., n_in - 1 (the dense loop:
  * every row, zeros included, the same sums) */
@@ -200,11 +239,17 @@ static void product(const chain_args *c, const float *const *h, int32_t *const *
     for (int64_t b = 0; b < n_b; ++b)
         if (sparse && nnz[b] < 0)
             nnz[b] = gather(h[b], n_in, ev[b]);
+    int64_t b0 = 0;
+#ifdef POND_AVX2
+    if (sparse && n_out <= 16)
+        for (; b0 + 4 <= n_b; b0 += 4)
+            narrow4(h + b0, ev + b0, nnz + b0, w, n_out, out + b0);
+#endif
     /* column blocks outermost: a block of W (BLOCK columns of every row) stays in the first-level
      * cache for all the tile's samples */
     for (int64_t o = 0; o < n_out; o += BLOCK) {
         const int64_t o_end = o + BLOCK < n_out ? o + BLOCK : n_out;
-        for (int64_t b = 0; b < n_b; ++b)
+        for (int64_t b = b0; b < n_b; ++b)
             gather_rows(h[b], sparse ? ev[b] : all, sparse ? nnz[b] : n_in, w, n_out, out[b], o, o_end);
     }
 }
