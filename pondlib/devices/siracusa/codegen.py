@@ -46,6 +46,13 @@ last layer writes ``y`` directly. With ``record=True`` every record key of the s
 ``out`` and ``spikes``, share one buffer), so that :func:`~pondlib.codegen.toolchain.run_host` returns
 them all for a direct comparison with ``SiracusaSim.evolve(..., record=True)``.
 
+**Event-driven QGemm** (option ``layout``, :data:`LAYOUTS`). In a spiking network the indices of the non-zero
+inputs of a QGemm are gathered once per step into a scratch list ``e<i>`` and only their weights are summed
+(with multi-valued inputs, a step denser than half runs the dense loop); a sparse weight is stored as
+compressed rows (``k<i>_cnt``, ``k<i>_post``, ``k<i>_wv``, accumulated in a scratch ``a<i>``) where that takes
+less flash. Every layout gives the same values: the sums are integer (exact or modulo 2^32), so their order
+does not matter.
+
 Not modelled (noted in the program): the chip's tiling, DMA and NPU placement (``npu_layers``) change
 where and how fast a layer runs, not its values; ``rows`` is the simulator's batch axis (one sample).
 
@@ -75,20 +82,33 @@ from typing import Any
 
 import numpy as np
 
-from pondlib.cprogram.program import Buffer, Constant, Program, build_program, c_identifier, c_literal
+from pondlib.cprogram.program import CTYPES, Buffer, Constant, Program, build_program, c_identifier, c_literal
 from pondlib.cprogram.templating import render
 from pondlib.devices.siracusa.config import SiracusaConfig, check_constraints
 from pondlib.devices.siracusa.sim import SAFETY_RULES
 from pondlib.devices.siracusa.specification import QLIF, QConv2d, QGemm, QRequant, Specification
 from pondlib.errors import CodegenError, ConstraintError
-from pondlib.validate import check_bool
+from pondlib.validate import check_bool, check_choice
 
-__all__ = ["emit", "record_names", "OPTIONS"]
+__all__ = ["emit", "record_names", "OPTIONS", "LAYOUTS"]
 
 #: Options of :func:`emit` and their defaults.
-OPTIONS = {"validate": True, "record": False}
+OPTIONS = {"validate": True, "record": False, "layout": "auto"}
+
+#: How each QGemm stores its weights and runs its loops (option ``layout``; every choice gives the same values):
+#: ``dense`` (dense int8 rows, every input visited: the kernel before event-driven loops), ``events`` (dense
+#: rows, only the non-zero inputs gathered and visited), ``sparse`` (compressed rows, non-zero inputs and
+#: non-zero weights only), ``auto`` (``sparse`` where its flash plus its accumulators' RAM is less than dense
+#: rows' flash, else ``events`` in a spiking network and ``dense`` in an integer DNN).
+LAYOUTS = ("auto", "dense", "events", "sparse")
 
 _I32_LO, _I32_HI = -(2**31), 2**31 - 1
+#: layout "events" with multi-valued inputs (not 0/1): a step with more than this many eighths of its inputs
+#: non-zero runs the dense loop instead (digits network, first layer, 16 steps, M4F / RV32 instructions per
+#: step: events only 8427 / 9412 at 20 % density, 11620 / 14580 at 50 %, 17227 / 25572 at 100 %; dense only
+#: 11029 / 13954, 11376 / 14442, 11941 / 15354: the crossover is near half density). With 0/1 inputs the event
+#: loop needs no multiplication and is never slower.
+_DENSE_EIGHTHS = 4
 _WHERE = "pondlib.devices.siracusa.codegen.emit"
 
 _PACKAGE = __package__  # the kernels of this module live in pondlib/devices/siracusa/templates/
@@ -180,11 +200,16 @@ def record_names(model: Any, *, record: bool = True) -> dict[str, str]:
 
 
 class _Emitter:
-    """Collects the flash constants and the helpers the kernels need while they are rendered."""
+    """Collects the flash constants, the helpers and the per-layer scratch buffers the kernels need while they are
+    rendered; ``layout``: the QGemm layout (:data:`LAYOUTS`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, layout: str = "dense") -> None:
         self.constants: list[Constant] = []
         self.helpers: set[str] = set()
+        self.buffers: list[Buffer] = []
+        self.layout = layout
+        self.snn = False  # a spiking network (a QLIF among the layers): auto takes event-driven loops
+        self.chosen: list[str] = []  # the layout each QGemm got, in layer order
 
     def param(self, name: str, values: Any, n: int, index: str, kind: str) -> str:
         """C expression of a per-channel parameter broadcast over ``n`` channels (``kind``: ``u32`` modulo
@@ -264,6 +289,21 @@ def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
             ``SiracusaSim(config, validate=False)``.
         record: (option, default False) every record key of the simulator as a state buffer
             (:func:`record_names`); else only the LIF states, and the activations share a scratch arena.
+        layout: (option, default ``"auto"``) how each QGemm stores its weights and runs (:data:`LAYOUTS`; the
+            values are the same for every choice). ``events``: per step the indices of the non-zero inputs
+            (spikes, events, non-zero activations) are gathered once into a scratch list ``e<i>``, then each
+            output sums only those inputs' weights; with multi-valued (not 0/1) inputs, a step where more than
+            half of the inputs are non-zero runs the dense loop instead (chosen per step from the gathered
+            count; the crossover measured on both cores). ``sparse``: compressed rows, per input ``k`` the count
+            of its non-zero weights (``k<i>_cnt``) and their output indices (``k<i>_post``) and values
+            (``k<i>_wv``), the counts and indices in the smallest unsigned types that hold them, accumulated
+            into a scratch ``a<i>`` for the non-zero inputs only. ``auto`` takes ``sparse`` for a layer exactly
+            when that takes fewer bytes, flash plus the accumulators' RAM: ``K c + nnz (p + 1) + 4 O < K O``
+            (``c``, ``p``: the bytes of a count and of an output index, 1 up to 255 / 256 outputs, else 2),
+            i.e. below a density of about ``1/2 - 2/K`` with at most 256 outputs; else ``events`` in a spiking
+            network (one with a QLIF), which visits no more weights than ``dense``, and ``dense`` in an
+            integer DNN (no QLIF: dense activations). Instructions per step at 1 % to 50 % input density:
+            ``benchmarks/codegen_events.py``.
 
     Raises:
         CodegenError: not a Siracusa configuration, unknown or malformed options, a bad name.
@@ -277,6 +317,7 @@ def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
     opts = {**OPTIONS, **options}
     validate = check_bool(opts["validate"], "validate", where=_WHERE, error=CodegenError)
     record = check_bool(opts["record"], "record", where=_WHERE, error=CodegenError)
+    layout = check_choice(opts["layout"], "layout", LAYOUTS, where=_WHERE, error=CodegenError)
     name = c_identifier(name, "program name")
     config = _config(model)
     found = check_constraints(config)
@@ -284,7 +325,7 @@ def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
         found = [v for v in found if v.rule in SAFETY_RULES]
     if found:
         raise ConstraintError(found, device="siracusa")
-    return _emit(config, name, record)
+    return _emit(config, name, record, layout)
 
 
 def _out_range(layer: Any) -> tuple[int, int]:
@@ -344,8 +385,9 @@ def _layer_code(
     return _kernel("layer.c", i=i, kind=type(layer).__name__, label=repr(layer.name), body=body)
 
 
-def _emit(config: SiracusaConfig, name: str, record: bool) -> Program:
-    em = _Emitter()
+def _emit(config: SiracusaConfig, name: str, record: bool, layout: str) -> Program:
+    em = _Emitter(layout)
+    em.snn = any(isinstance(layer, QLIF) for layer in config.layers)
     buffers: list[Buffer] = []
     body: list[str] = []
     in_lo, in_hi = config.input_range
@@ -360,9 +402,11 @@ def _emit(config: SiracusaConfig, name: str, record: bool) -> Program:
     n_out = config.layers[-1].n_out if config.layers else config.n_input
     if src != "y":
         body.append(_kernel("output.c", src=src, n=n_out, out_type=src_type))
+    buffers += em.buffers
     names = record_names(config, record=record)
     notes = [
         f"input: the quantized integer input ({in_ctype}, range [{in_lo}, {in_hi}]; use quantize_input)",
+        f"QGemm layouts (option layout={layout!r}): " + (", ".join(em.chosen) or "none"),
         "tiling, DMA and NPU placement are not modelled: they change where a layer runs, not its values",
     ] + [f"record {key} = state {cname}" for key, cname in names.items()]
     return build_program(
@@ -402,9 +446,60 @@ def _gemm(em: _Emitter, i: int, layer: QGemm, src: str, src_range: tuple, dst: s
     K, O = layer.n_in, layer.n_out
     wt = np.ascontiguousarray(layer.weight.T)  # (O, K): contiguous rows per output
     exact, bias = em.accumulate(i, wt, layer.bias, src_range)
-    em.constants.append(Constant(f"k{i}_w", "int8_t", wt))
+    layout = _gemm_layout(em.layout, layer.weight, em.snn)
+    em.chosen.append(f"{layer.name}: {layout}")
     finish = _finish_acc(em, i, layer, exact, O, "o", dst, acc_buf)
-    return _kernel("gemm.c", src=src, dst=dst, w=f"k{i}_w", k=K, o=O, exact=exact, bias=bias, finish=finish)
+    spikes = tuple(src_range) == (0, 1)  # 0/1 inputs: no multiplication
+    values: dict[str, Any] = {"src": src, "dst": dst, "k": K, "o": O, "exact": exact, "bias": bias, "finish": finish}
+    if layout == "sparse":
+        cnt, post, wv = _csr(np.asarray(layer.weight))
+        em.constants += [
+            Constant(f"k{i}_cnt", _ctype(0, int(cnt.max(initial=0))), cnt),
+            Constant(f"k{i}_post", _ctype(0, max(O - 1, 0)), post),
+            Constant(f"k{i}_wv", "int8_t", wv),
+        ]
+        acc_type = "int32_t" if exact else "uint32_t"
+        em.buffers.append(Buffer(f"a{i}", acc_type, O, "scratch", (i, i)))
+        values.update(cnt=f"k{i}_cnt", post=f"k{i}_post", wv=f"k{i}_wv", acc=f"a{i}", acc_type=acc_type)
+        return _kernel("gemm_sparse.c", spikes=spikes, **values)
+    em.constants.append(Constant(f"k{i}_w", "int8_t", wt))
+    if layout == "dense":
+        return _kernel("gemm.c", w=f"k{i}_w", **values)
+    ev_type = _ctype(0, max(K - 1, 0))
+    em.buffers.append(Buffer(f"e{i}", ev_type, K, "scratch", (i, i)))
+    return _kernel("gemm_events.c", w=f"k{i}_w", ev=f"e{i}", ev_type=ev_type, spikes=spikes,
+                   dense_eighths=_DENSE_EIGHTHS, **values)  # fmt: skip
+
+
+def _csr(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Compressed rows of a (K, O) weight: per input its count of non-zero weights, then their outputs and values
+    grouped by input (outputs ascending); one unread zero entry when the weight is all zeros (no empty array)."""
+    k_idx, o_idx = np.nonzero(weight)
+    cnt = np.bincount(k_idx, minlength=weight.shape[0])
+    if k_idx.size == 0:
+        return cnt, np.zeros(1, np.int64), np.zeros(1, np.int64)
+    return cnt, o_idx, weight[k_idx, o_idx]
+
+
+def _csr_bytes(weight: np.ndarray) -> tuple[int, int]:
+    """Flash bytes of a (K, O) int8 weight as dense rows and as compressed rows (counts, output indices, values),
+    each in the type :func:`_gemm` gives it."""
+    K, O = weight.shape
+    cnt, post, wv = _csr(weight)
+    c = CTYPES[_ctype(0, int(cnt.max(initial=0)))][1]
+    p = CTYPES[_ctype(0, max(O - 1, 0))][1]
+    return K * O, K * c + post.size * p + wv.size
+
+
+def _gemm_layout(layout: str, weight: np.ndarray, snn: bool) -> str:
+    """The layout of one QGemm: the option, or for ``auto`` compressed rows exactly when they take fewer bytes
+    (their flash plus their accumulators' RAM against dense rows' flash), else event-driven loops in a spiking
+    network (one with a QLIF) and dense loops in an integer DNN."""
+    if layout != "auto":
+        return layout
+    dense, sparse = _csr_bytes(np.asarray(weight))
+    acc = 4 * np.shape(weight)[1]  # the int32 accumulators a<i> that compressed rows need in RAM
+    return "sparse" if sparse + acc < dense else "events" if snn else "dense"
 
 
 def _conv(em: _Emitter, i: int, layer: QConv2d, src: str, src_range: tuple, dst: str, acc_buf: str | None) -> str:

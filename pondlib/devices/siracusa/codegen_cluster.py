@@ -3,8 +3,11 @@ r"""Siracusa layer chains as the cluster runs them: activations in L2, tiles DMA
 :func:`emit_chain_cluster` writes the same numbers as :func:`~pondlib.devices.siracusa.codegen.emit` (bit for
 bit :class:`~pondlib.devices.siracusa.sim.SiracusaSim`: outputs and, with ``record=True``, every record key; the
 equations, the wrap-around and the defined-C-only rules are those of :mod:`~pondlib.devices.siracusa.codegen`,
-whose kernels ``gemm.c``, ``finish.c``, ``requant.c``, ``shift_clamp.c``, ``requant_layer.c`` and ``lif.c`` are
-reused unchanged, run on L1 views), scheduled for the cluster runtime of :mod:`pondlib.cprogram.cluster`: the
+whose kernels ``gemm.c``, ``gemm_events.c``, ``finish.c``, ``requant.c``, ``shift_clamp.c``, ``requant_layer.c``
+and ``lif.c`` are reused unchanged, run on L1 views; in a spiking chain (one with a QLIF) each QGemm is
+event-driven as ``emit``'s ``layout="events"``: every core gathers the non-zero inputs of the layer's L1 input
+into a list on its own stack, then sums only their weights for its output channels), scheduled for the cluster
+runtime of :mod:`pondlib.cprogram.cluster`: the
 step sets the L2 buffer pointers in a static struct and runs ``POND_CLUSTER_RUN(<net>_cluster, x, y)``; every
 core runs every layer in order.
 
@@ -83,6 +86,7 @@ from pondlib.cprogram.cluster import MAX_CORES, cluster_runtime
 from pondlib.cprogram.program import CTYPES, Buffer, Constant, Program, build_program, c_identifier, plan_arena
 from pondlib.devices.siracusa.cluster_memory import place_constants
 from pondlib.devices.siracusa.codegen import (
+    _DENSE_EIGHTHS,
     _config,
     _ctype,
     _Emitter,
@@ -238,8 +242,15 @@ def _gemm(em: _Emitter, i: int, layer: QGemm, src: tuple, dst: str, acc: str | N
     exact, bias = em.accumulate(i, wt, layer.bias, src_range)
     em.constants.append(Constant(f"k{i}_w", "int8_t", wt))
     finish = _finish_acc(em, i, layer, exact, O, "o", "cl_out_s", _acc_name(acc, dst))
-    kernel = _kernel("gemm.c", src="cl_in_s", dst="cl_out_s", w="cl_w_s", k=K, o="cl_cnt", exact=exact, bias=bias,
-                     finish=finish)  # fmt: skip
+    values = {"src": "cl_in_s", "dst": "cl_out_s", "w": "cl_w_s", "k": K, "o": "cl_cnt", "exact": exact, "bias": bias,
+              "finish": finish}  # fmt: skip
+    if em.snn:  # event-driven, as codegen's layout "events": each core gathers the input's events on its stack
+        ev_type = _ctype(0, max(K - 1, 0))
+        kernel = f"{ev_type} cl_ev[{K}]; /* this core's list of the non-zero inputs */\n" + _kernel(
+            "gemm_events.c", ev="cl_ev", ev_type=ev_type, spikes=tuple(src_range) == (0, 1),
+            dense_eighths=_DENSE_EIGHTHS, **values)  # fmt: skip
+    else:
+        kernel = _kernel("gemm.c", **values)
     ins = [_Op("cl_in", src_type, K, False, name), _Op("cl_w", "int8_t", K, True, f"k{i}_w")]
     ins += _params(em, i, first, True)
     return _Layer("gemm", O, ins, _outs(layer, dst, acc, last_y), _in_l1(kernel, i), 16)
@@ -413,6 +424,7 @@ def emit_chain_cluster_report(
     if found:
         raise ConstraintError(found, device="siracusa")
     em, buffers, texts, rows = _Emitter(), [], [], []
+    em.snn = any(isinstance(layer, QLIF) for layer in config.layers)  # spiking chains: event-driven QGemm
     in_lo, in_hi = config.input_range
     in_ctype = _ctype(in_lo, in_hi)
     src = ("x", (in_lo, in_hi), in_ctype)

@@ -32,9 +32,18 @@ then one rounding to float (the correctly rounded fused result, equal to the M4F
 
 C layout (SNN): flash holds per population the float32 parameter arrays ``<P>_threshold``, ``<P>_alpha``,
 ``<P>_i_offset`` (and ``<P>_v_reset``, ``<P>_exc_decay``, ``<P>_inh_decay`` where used), ``<P>_t_refrac``
-(``int32_t``), and the synapse rows of every PE grouped by (source, target): ``syn_words`` (``uint16_t``, the
-configuration's words verbatim), ``syn_ptr`` (row start offsets, R + 1), ``syn_pre`` (source neuron),
-``syn_base`` (the PE slice's first neuron). RAM (state, recorded after every step) per population:
+(``int32_t``), and the synapse rows of every PE grouped by (source, target, source neuron): ``syn_words``
+(``uint16_t``, the configuration's words verbatim), ``syn_ptr`` (row start offsets, R + 1), ``syn_base`` (the PE
+slice's first neuron), ``syn_first`` (per (source, target) block and source neuron, its first row: the rows of
+one neuron are consecutive), the three tables in the narrowest of ``uint8_t`` / ``uint16_t`` / ``int32_t``.
+
+Event-driven (every tick): the indices of the source neurons with a non-zero count (input events, last tick's
+spikes of a population, recurrent ones included) are gathered once per source into a scratch list
+``syn_ev<k>``, and only their rows are read: the cost is one test per source neuron plus the events' synapses,
+instead of one test per synapse row (a row per source neuron and PE slice). The sums are exact int64, so the
+order of the events changes nothing; no dense variant is kept, since a row scan never tests fewer entries
+than the gather (``benchmarks/codegen_events.py`` measures both at 1 % to 50 % input density). RAM (state,
+recorded after every step) per population:
 ``<P>_v``, ``<P>_i_exc``, ``<P>_i_inh`` (float), ``<P>_refrac`` (``int32_t``), ``<P>_buf_exc``,
 ``<P>_buf_inh`` (``int64_t``, D x N ring slots, slot-major), ``<P>_spikes`` (``int32_t``) and, with
 ``record=True`` (default), ``<P>_i_syn`` (float) and ``<P>_input`` (``int64_t``, ``E - H``); plus ``tick``
@@ -134,7 +143,7 @@ _POP_SUFFIXES = (
     "_inh_decay",
     "_t_refrac",
 )
-_SNN_RESERVED = ("syn_words", "syn_ptr", "syn_pre", "syn_base", "tick")
+_SNN_RESERVED = ("syn_words", "syn_ptr", "syn_pre", "syn_base", "syn_first", "tick")
 _LAYER_SUFFIXES = ("_w", "_b", "_acc", "_y")
 
 
@@ -290,28 +299,38 @@ def _synapse_groups(config: SpiNNaker2Config, fmt: Any) -> dict[tuple[int, str],
     return groups
 
 
-def _synapse_tables(config: SpiNNaker2Config, groups: dict) -> tuple[list[Constant], list[tuple[str, str, int, int]]]:
-    """The flash tables of every synapse row (``syn_words``, ``syn_ptr``, ``syn_pre``, ``syn_base``), rows
-    ordered by source then target, and the blocks ``(source, target, first row, end row)``."""
+def _uint_type(hi: int) -> str:
+    """The narrowest unsigned C type holding ``0..hi`` (``int32_t`` beyond 16 bits: table offsets stay signed)."""
+    return "uint8_t" if hi <= 0xFF else "uint16_t" if hi <= 0xFFFF else "int32_t"
+
+
+def _synapse_tables(config: SpiNNaker2Config, groups: dict) -> tuple[list[Constant], list[tuple[str, str, int]]]:
+    """The flash tables of every synapse row: ``syn_words`` (the words), ``syn_ptr`` (row starts, R + 1),
+    ``syn_base`` (the row's PE slice start) and ``syn_first`` (per block and source neuron ``j``, its first row;
+    rows ordered by source population, target population, source neuron), each in the narrowest type; and the
+    blocks ``(source, target, offset of the block's n_source + 1 entries in syn_first)``."""
     order = [p.name for p in config.populations]
+    sizes = {"input": int(config.n_input), **{p.name: int(p.size) for p in config.populations}}
     words_all: list[np.ndarray] = []
-    ptr_all, pre_all, base_all = [0], [], []
-    blocks: list[tuple[str, str, int, int]] = []
+    ptr_all, base_all, first_all = [0], [], []
+    blocks: list[tuple[str, str, int]] = []
     for (src, tgt), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]))):
-        first = len(pre_all)
-        for neuron, start, row in rows:
+        name = config.sources[src]
+        rows = sorted(rows, key=lambda row: row[0])  # by source neuron (stable: PE order within a neuron)
+        starts = np.searchsorted([row[0] for row in rows], np.arange(sizes[name] + 1))
+        blocks.append((name, tgt, len(first_all)))
+        first_all += (starts + len(base_all)).tolist()
+        for _, start, row in rows:
             words_all.append(row)
             ptr_all.append(ptr_all[-1] + row.size)
-            pre_all.append(neuron)
             base_all.append(start)
-        blocks.append((config.sources[src], tgt, first, len(pre_all)))
-    if not pre_all:
-        return [], blocks
+    if not base_all:
+        return [], []
     constants = [
         Constant("syn_words", "uint16_t", np.concatenate(words_all).astype(np.int64)),
-        Constant("syn_ptr", "int32_t", ptr_all),
-        Constant("syn_pre", "int32_t", pre_all),
-        Constant("syn_base", "int32_t", base_all),
+        Constant("syn_ptr", _uint_type(ptr_all[-1]), ptr_all),
+        Constant("syn_base", _uint_type(max(base_all)), base_all),
+        Constant("syn_first", _uint_type(len(base_all)), first_all),
     ]
     return constants, blocks
 
@@ -375,19 +394,18 @@ def _snn_step(
             )
         )
     sizes = {"input": int(config.n_input), **size}
-    for src, tgt, r0, r1 in blocks:
-        body.append(
+    for k, src in enumerate(dict.fromkeys(b[0] for b in blocks)):  # sources in table order
+        source = "x" if src == "input" else f"{cname[src]}_spikes"
+        projections = [
             _kernel(
                 "snn_projection.c",
                 label=f"{src!r} into {tgt!r}",
-                n_source=sizes[src],
                 p=cname[tgt],
                 n=size[tgt],
                 slots=slots,
-                r0=r0,
-                r1=r1,
-                last=r1 - 1,
-                source="x" if src == "input" else f"{cname[src]}_spikes",
+                first=first,
+                source=source,
+                ev=f"syn_ev{k}",
                 word_layout=_word_layout(fmt),
                 delays=bool(fmt.max_delay),
                 index_bits=fmt.index_bits,
@@ -396,6 +414,19 @@ def _snn_step(
                 weight_shift=fmt.weight_shift,
                 max_weight=fmt.max_weight,
                 inh_shift=fmt.inh_shift,
+            )
+            for s_name, tgt, first in blocks
+            if s_name == src
+        ]
+        body.append(
+            _kernel(
+                "snn_events.c",
+                label=repr(src),
+                n_source=sizes[src],
+                source=source,
+                ev=f"syn_ev{k}",
+                ev_type=_uint_type(sizes[src] - 1),
+                projections="\n".join(projections),
             )
         )
     body.append(_kernel("snn_output.c", p=cname[config.output], n=size[config.output]))
@@ -410,6 +441,11 @@ def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> P
     pops = list(config.populations)
     cname = dict(zip([p.name for p in pops], _c_names([p.name for p in pops], _POP_SUFFIXES, _SNN_RESERVED)))
     syn_constants, blocks = _synapse_tables(config, _synapse_groups(config, fmt))
+    sizes = {"input": int(config.n_input), **{p.name: int(p.size) for p in pops}}
+    events = [  # one event list per source with synapses, live while its projections run
+        Buffer(f"syn_ev{k}", _uint_type(sizes[src] - 1), sizes[src], "scratch", (k, k))
+        for k, src in enumerate(dict.fromkeys(b[0] for b in blocks))
+    ]
     constants: list[Constant] = []
     buffers: list[Buffer] = []
     for p in pops:
@@ -424,12 +460,14 @@ def _emit_snn(config: SpiNNaker2Config, name: str, opts: Any, record: bool) -> P
         "input counts must be non-negative and within the simulator's max_input_count (then every sum is exact)",
         "recorded buffers are named <population>_<key>; pondlib.devices.spinnaker2.codegen.record_names maps "
         "simulator keys",
+        f"event-driven synapse rows: the non-zero counts of each of {len(events)} source(s) gathered once per tick "
+        "(scratch syn_ev<k>), then only their rows read (syn_first: the rows of each source neuron)",
     )
     return build_program(
         name,
         "spinnaker2",
         constants=constants + syn_constants,
-        buffers=buffers,
+        buffers=buffers + events,
         step_body=_snn_step(config, cname, model, opts, record, blocks),
         n_in=int(config.n_input),
         in_ctype="int32_t",

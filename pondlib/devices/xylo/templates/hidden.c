@@ -3,16 +3,23 @@
 ##   dv = sat16(dv + bias) with the bias;  Vmem = sat16(Vmem + dv)
 ##   n = Spikes (alias copies received); while Vmem >= threshold and n < $max_spikes: n += 1, Vmem -= threshold
 ##   Spikes = n, and with an alias Spikes[alias] = min(Spikes[alias] + n, $max_spikes).
+## Event-driven: a quiescent neuron (Isyn = Isyn2 = Vmem = 0, no spike copies, threshold > 0, no bias) stays
+## all 0 (decay(0) = 0, no spike), so it is skipped ($quiet: that test): the cost follows the active neurons.
 /* 4. hidden neurons: Vmem[$n], Isyn[$n], Isyn2[$n], Spikes[$n] (ids ascending; alias targets are higher ids) */
 for (int32_t i = 0; i < $n; ++i) {
-    int32_t s = Isyn[i] - xy_decay(Isyn[i], dash_syn[i]);
+    const int32_t i1 = Isyn[i];
+##if two_synapses
+    const int32_t i2 = Isyn2[i];
+##end
+    int32_t v = Vmem[i];
+    if ($quiet) continue; /* quiescent: stays all 0 */
+    int32_t s = i1 - xy_decay(i1, dash_syn[i]);
     Isyn[i] = (int16_t)s;
 ##if two_synapses
-    const int32_t s2 = Isyn2[i] - xy_decay(Isyn2[i], dash_syn_2[i]);
+    const int32_t s2 = i2 - xy_decay(i2, dash_syn_2[i]);
     Isyn2[i] = (int16_t)s2;
     s += s2;
 ##end
-    int32_t v = Vmem[i];
     int32_t dv = xy_sat16(xy_leak(v, dash_mem[i]) + s);
 ##if bias
     dv = xy_sat16(dv + bias[i]);
