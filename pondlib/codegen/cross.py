@@ -10,8 +10,10 @@ instruction by instruction with ``unicorn`` (the QEMU CPU core as a library):
 ==============  ==========================================================================================
 
 :func:`build_cross` compiles ``<name>.c`` (not the host harness ``main.c``) with a small freestanding
-driver that this module generates: the input buffer ``pond_x``, the output buffer ``pond_y``, one arena
-``pond_arena`` and the two entry points ``pond_reset()`` / ``pond_step()``, plus the ``memset`` /
+driver that this module generates: the input buffer ``pond_x``, the output buffer ``pond_y``, the two
+entry points ``pond_reset()`` / ``pond_step()`` on the program's own arena (global in a freestanding
+build; the linker script names it ``pond_arena`` for the emulator, so the image holds one arena), plus
+the ``memset`` /
 ``memcpy`` the generated C calls (a freestanding build has no C library: this module ships a minimal
 ``<string.h>`` too). A generated linker script places ``.text`` and ``.rodata`` in flash at
 :data:`FLASH_BASE`, ``.data`` / ``.bss`` in RAM at :data:`RAM_BASE` (L2 on a cluster) and the ``.l1``

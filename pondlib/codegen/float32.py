@@ -23,11 +23,13 @@ module                             C, per step (all float32, evaluated left to r
 ``Residual``                       ``y[i] = block(x)[i] + x[i]``
 ``GraphNetwork``                   nodes in pondlib's order; inputs into a node add left to right in
                                    pondlib's source order; an edge cut in a cycle reads the source's
-                                   output of the previous step (a state buffer ``<node>/prev``)
+                                   output of the previous step (its spike or membrane state when the
+                                   readers run before it, else a copy, the state ``<node>/prev``)
 ``Linear``                         ``y[j] = ((0 + x[0] W[0,j]) + x[1] W[1,j]) + ...`` then ``+ b[j]``
-                                   (inputs equal to 0 are skipped: the sum is the same)
-``LIF`` (k synapses, ``w_rec``,    ``a[c] = x[c] + sum_m s[m] W_rec[m,c]`` (m ascending, zero spikes
-caps)                              skipped); ``I[c] = (I[c] + a[c]) * beta[c]``;
+                                   (event-driven: each input tested once, a non-zero one adds its
+                                   row to every output; zero inputs skipped: the sum is the same)
+``LIF`` (k synapses, ``w_rec``,    ``a[c] = x[c] + sum_m s[m] W_rec[m,c]`` (m ascending over last
+caps)                              step's non-zero spikes, gathered once); ``I[c] = (I[c] + a[c]) beta[c]``;
                                    ``P = (V alpha + (I[n,0] + ... + I[n,k-1])) + bias``;
                                    ``s = P >= thr ? min(floor(P / thr), cap) : 0``; ``V = P - s thr``
 ``NIRLIF``, ``CubaLIF``, ``LI``,   ``I = a_syn I + g_syn x``; ``v = (a_mem V + g_mem d) + c_mem``
@@ -39,8 +41,9 @@ caps)                              skipped); ``I[c] = (I[c] + a[c]) * beta[c]``;
 ``Flatten``                        nothing (the flat layout is already the flattened one)
 ``Delay``                          ``y[n] = x[t - d_n][n]``: a ring of the last ``max(d)`` inputs
 ``Conv1d``, ``Conv2d``             ``y[o,i,j] = (sum over c, u, v ascending of x W) + b[o]`` (zero
-                                   padding, stride, dilation, groups; 1-D is 2-D of height 1; zero
-                                   inputs skipped)
+                                   padding, stride, dilation, groups; 1-D is 2-D of height 1;
+                                   event-driven: a non-zero input adds its terms to the outputs it
+                                   reaches, in (c, u, v) order for each; zero inputs skipped)
 ``SumPool2d``, ``AvgPool2d``       window sum (u, v ascending, zero padding); average: sum / (kh kw)
 =================================  ====================================================================
 
@@ -51,10 +54,24 @@ separately (no FMA). The one place where the order cannot follow pondlib exactly
 sum can differ from pondlib by a few float32 roundings. Spike decisions then differ only when a membrane lies
 within such a rounding of a threshold (``tests/codegen/test_float32.py`` checks exactly that).
 
+Event-driven loops. ``Linear`` and the convolutions test each input once per step and add the weights of the
+non-zero ones only (the weights stored input-major: ``W`` as ``[n_in][n_out]``, a convolution's as
+``[c_in/groups][kh][kw][c_out]``); each output still adds its terms in ascending input order starting from 0,
+so every value is the dense loop's bit for bit (``tests/codegen/test_float32_memory.py`` compares them with
+that loop written out). Where the input holds only 0 and 1 (the spikes of a NIR neuron, of a ``LIF`` with cap
+1, of a ``Threshold``) the term is the weight itself (``1 W = W`` exactly).
+
+Memory. Spike counts are stored in one byte (``uint8_t``; ``uint16_t`` for a ``LIF`` cap above 255, float
+above 65535); a fan-in sum whose first scratch input is read by nothing else is written in place; every
+loop but the innermost multiply-add ones is marked ``POND_ROLLED`` (``#pragma GCC unroll 1`` for GCC >= 8
+and clang: the code stays one copy per loop in flash; no value changes).
+
 State buffers (recorded by the harness) are named after pondlib's record keys through
 :func:`buffer_name`: ``"1_LIF/vmem"`` (membrane after reset), ``"1_LIF/isyn"`` (N*k, neuron-major),
-``"1_LIF/spikes"``; NIR neurons keep ``isyn``, ``vmem_reset`` and ``spikes``; a ``Delay`` keeps
-``delay_ring`` and ``delay_pos``; a ``GraphNetwork`` keeps ``<node>/prev`` for every edge cut in a cycle.
+``"1_LIF/spikes"`` (spike counts, ``uint8_t`` / ``uint16_t`` / float by the cap); NIR neurons keep ``isyn``,
+``vmem_reset`` and ``spikes`` (``uint8_t``, 0 or 1); a ``Delay`` keeps ``delay_ring`` and ``delay_pos``; a
+``GraphNetwork`` keeps ``<node>/prev`` for an edge cut in a cycle whose source's output is not a state buffer,
+or is one that the source overwrites before the cut edge's reader runs.
 Feature maps are flat in pondlib's C order (channel, row, column). Activations between modules are
 scratch buffers that share the arena. Units are pondlib's: currents and voltages in the network's unit,
 one call per time step ``dt``.
@@ -80,6 +97,8 @@ Example:
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -130,6 +149,16 @@ def buffer_name(key: str) -> str:
     return "r_" + re.sub(r"[^A-Za-z0-9_]", "_", key.replace("/", "__"))
 
 
+def _spike_ctype(cap: float) -> str:
+    """The C type of spike counts of at most ``cap`` per step: one byte up to 255, two up to 65535, else float.
+
+    Example:
+        >>> _spike_ctype(1), _spike_ctype(31), _spike_ctype(1000), _spike_ctype(2**16)
+        ('uint8_t', 'uint8_t', 'uint16_t', 'float')
+    """
+    return "uint8_t" if cap <= 255 else "uint16_t" if cap <= 65535 else "float"
+
+
 def _f32(value: Any) -> np.ndarray:
     return np.asarray(value, dtype=np.float32).reshape(-1)
 
@@ -143,12 +172,17 @@ def _kernel(template: str, **values: Any) -> str:
 
 
 class _Ctx:
-    """Collects constants, buffers and C blocks; scratch lifetimes are counted in operations (modules)."""
+    """Collects constants, buffers and C blocks; scratch lifetimes are counted in operations (modules).
+
+    ``ctypes`` holds the C type of every buffer a module reads (spike counts are narrow integers where the cap
+    allows); ``binary`` the buffers that hold only 0 and 1 (a product by them is the weight itself)."""
 
     def __init__(self) -> None:
         self.constants: list[Constant] = []
         self.states: list[Buffer] = []
-        self.scratch: dict[str, list[int]] = {}  # name -> [count, first, last]
+        self.scratch: dict[str, list[Any]] = {}  # name -> [count, first, last, ctype]
+        self.ctypes: dict[str, str] = {"x": "float"}
+        self.binary: set[str] = set()
         self.lines: list[str] = []
         self.op = 0
         self.count = 0
@@ -173,15 +207,33 @@ class _Ctx:
         self.constants.append(Constant(name, "float", _f32(values)))
         return name
 
-    def state(self, key: str, count: int, ctype: str = "float") -> str:
+    def state(self, key: str, count: int, ctype: str = "float", binary: bool = False) -> str:
         name = buffer_name(key)
         self.states.append(Buffer(name, ctype, int(count), "state"))
+        self.ctypes[name] = ctype
+        if binary:
+            self.binary.add(name)
         return name
 
-    def tmp(self, count: int) -> str:
+    def tmp(self, count: int, ctype: str = "float", binary: bool = False) -> str:
         name = self._fresh("h")
-        self.scratch[name] = [int(count), self.op, self.op]
+        self.scratch[name] = [int(count), self.op, self.op, ctype]
+        self.ctypes[name] = ctype
+        if binary:
+            self.binary.add(name)
         return name
+
+    def events(self, src: str, n: int) -> dict[str, Any]:
+        """The gather of ``src``'s non-zero indices (``events.c``) into an index buffer of this operation only,
+        of the narrowest unsigned type that holds ``n - 1``; returns ``{"gather": C, "ev": buffer}``."""
+        ev_t = "uint8_t" if n <= 2**8 else "uint16_t" if n <= 2**16 else "int32_t"
+        ev = self.tmp(n, ev_t)
+        self.use(src)
+        return {"gather": _kernel("events.c", src=src, n=n, ev=ev, ev_t=ev_t, count="n_ev"), "ev": ev}
+
+    def value(self, name: str, idx: str) -> str:
+        """``name[idx]`` as a float expression (a cast where the buffer holds integer spike counts)."""
+        return f"{name}[{idx}]" if self.ctypes.get(name, "float") == "float" else f"(float){name}[{idx}]"
 
     def use(self, name: str) -> str:
         if name in self.scratch:
@@ -207,11 +259,16 @@ def _unsupported(module: Any, where: str) -> CodegenError:
 # -- modules -------------------------------------------------------------------------------------
 def _linear(m: Linear, ctx: _Ctx, src: str, title: str) -> str:
     n_in, n_out = m.n_in, m.n_out
-    w = ctx.array("w", np.asarray(m.weight, np.float32).T)  # (n_out, n_in): each output's row contiguous
+    w = ctx.array("w", np.asarray(m.weight, np.float32))  # (n_in, n_out): each input's row contiguous
     out = ctx.tmp(n_out)
     ctx.use(src)
     bias = "" if m.bias is None else ctx.param("b", m.bias)("j")
-    code = _kernel("linear.c", src=src, out=out, w=w, n_in=n_in, n_out=n_out, has_bias=bool(bias), bias=bias)
+    binary = src in ctx.binary
+    load = "" if binary else f"const float xi = {ctx.value(src, 'i')};"
+    code = _kernel(
+        "linear.c", src=src, out=out, w=w, n_in=n_in, n_out=n_out, has_bias=bool(bias), bias=bias, load=load,
+        term="wi[j]" if binary else "xi * wi[j]",
+    )  # fmt: skip
     ctx.block(f"{title}: Linear {n_in} -> {n_out}", code)
     return out
 
@@ -223,21 +280,26 @@ def _lif(m: LIF, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
     alpha, thr, bias = ctx.param("alpha", p.alpha), ctx.param("thr", p.threshold), ctx.param("bias", p.bias)
     isyn = ctx.state(prefix + "isyn", n * k)
     vmem = ctx.state(prefix + "vmem", n)
-    spk = ctx.state(prefix + "spikes", n)
+    spk_t = _spike_ctype(p.max_spikes)
+    spk = ctx.state(prefix + "spikes", n, spk_t, binary=p.max_spikes == 1)
     ctx.use(src)
     # (N*k, N): each channel's row of the recurrent weights contiguous
     wrec = "" if p.w_rec is None else ctx.array("wrec", np.asarray(p.w_rec, np.float32).T)
+    events = ctx.events(spk, n) if wrec else {"gather": "", "ev": ""}
     code = _kernel(
         "lif.c",
         src=src,
         isyn=isyn,
         vmem=vmem,
         spikes=spk,
+        spk_t=spk_t,
         n=n,
         k=k,
         nk=n * k,
         recurrent=bool(wrec),
         wrec=wrec,
+        **events,
+        rec_term="wc[m]" if spk in ctx.binary else f"{ctx.value(spk, 'm')} * wc[m]",
         beta=beta("c"),
         alpha=alpha("n"),
         bias=bias("n"),
@@ -264,7 +326,7 @@ def _nir_neuron(m: Any, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
     values["spiking"] = p.threshold is not None
     out = values["vmem"]
     if p.threshold is not None:
-        out = values["spikes"] = ctx.state(prefix + "spikes", n)
+        out = values["spikes"] = ctx.state(prefix + "spikes", n, "uint8_t", binary=True)
         values["thr"] = ctx.param("thr", p.threshold)("n")
         values.update(reset_subtract=p.reset == "subtract", reset_zero=p.reset == "zero")
         values["reset_to_value"] = not (values["reset_subtract"] or values["reset_zero"])
@@ -278,7 +340,7 @@ def _nir_neuron(m: Any, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
 def _threshold(m: Threshold, ctx: _Ctx, src: str, title: str) -> str:
     n = m.size_in
     thr = ctx.param("thr", m.threshold)
-    out = ctx.tmp(n)
+    out = ctx.tmp(n, binary=True)
     ctx.use(src)
     ctx.block(f"{title}: Threshold N={n}", _kernel("threshold.c", n=n, src=src, out=out, thr=thr("n")))
     return out
@@ -326,15 +388,19 @@ def _conv(m: Conv1d | Conv2d, ctx: _Ctx, src: str, title: str) -> str:
     else:
         (c_in, h_in, w_in), (_, h_out, w_out) = m.input_shape, m.output_shape
     c_out, cpg, kh, kw = w.shape
-    wt = ctx.array("conv", w)
+    wt = ctx.array("conv", w.transpose(1, 2, 3, 0))  # [cpg][kh][kw][c_out]: each tap's output channels together
     out = ctx.tmp(c_out * h_out * w_out)
     ctx.use(src)
     bias = "" if m.bias is None else ctx.param("cb", m.bias)("o")
+    binary = src in ctx.binary
     code = _kernel(
         "conv.c",
         src=src,
         out=out,
         w=wt,
+        src_t=ctx.ctypes.get(src, "float"),
+        load="" if binary else "const float xin = (float)*xp;",
+        term="wv[o]" if binary else "xin * wv[o]",
         c_in=c_in,
         h_in=h_in,
         w_in=w_in,
@@ -388,14 +454,18 @@ def _pool(m: SumPool2d, ctx: _Ctx, src: str, title: str) -> str:
     return out
 
 
-def _add(ctx: _Ctx, srcs: list[str], n: int, title: str) -> str:
-    """``((s0 + s1) + s2) + ...`` element-wise (pondlib's left-to-right sum)."""
+def _add(ctx: _Ctx, srcs: list[str], n: int, title: str, dying: Iterable[str] = ()) -> str:
+    """``((s0 + s1) + s2) + ...`` element-wise (pondlib's left-to-right sum). The sum goes in place into the first
+    float scratch input of ``dying`` (read by nothing after this sum; each element is read before it is written),
+    else into a new scratch buffer."""
     if len(srcs) == 1:
         return srcs[0]
-    out = ctx.tmp(n)
+    reuse = [s for s in srcs if s in dying and s in ctx.scratch and ctx.ctypes[s] == "float"]
+    out = reuse[0] if reuse else ctx.tmp(n)
     for s in srcs:
         ctx.use(s)
-    ctx.block(title, _kernel("add.c", n=n, out=out, terms=" + ".join(f"{s}[i]" for s in srcs)))
+    ctx.use(out)
+    ctx.block(title, _kernel("add.c", n=n, out=out, terms=" + ".join(ctx.value(s, "i") for s in srcs)))
     return out
 
 
@@ -405,18 +475,55 @@ def _sequential(m: Sequential, ctx: _Ctx, src: str, prefix: str) -> str:
     return src
 
 
+def _state_output(m: Any, prefix: str) -> tuple[str, str, bool] | None:
+    """``(buffer, C type, binary)`` of the state buffer that holds ``m``'s output from one step to the next
+    (a neuron's spikes, or the membrane of one without a threshold), or None when its output is scratch."""
+    if isinstance(m, LIF):
+        return buffer_name(prefix + "spikes"), _spike_ctype(m.max_spikes_per_dt), m.max_spikes_per_dt == 1
+    if isinstance(m, (NIRLIF, CubaLIF, LI, CubaLI, IF, Integrator)):
+        if getattr(m, "v_threshold", None) is not None:
+            return buffer_name(prefix + "spikes"), "uint8_t", True
+        return buffer_name(prefix + "vmem_reset"), "float", False
+    return None
+
+
+def _previous_outputs(m: GraphNetwork, ctx: _Ctx, prefix: str) -> tuple[dict[str, str], list[str]]:
+    """The buffer each edge cut in a cycle reads (the source's output of the previous step), and the sources
+    whose output must be copied into a ``<node>/prev`` state at the end of the step. No copy is needed when the
+    source's output is a state buffer and every node that reads it through a cut edge runs before the source
+    (or is the source: its inputs are summed before it runs): the buffer still holds last step's output."""
+    pos = {node: i for i, node in enumerate(m.order)}
+    prev: dict[str, str] = {}
+    copies: list[str] = []
+    for a in m.delayed_nodes:
+        readers = [node for node, srcs in zip(m.order, m.sources) if (a, True) in [tuple(s) for s in srcs]]
+        kept = _state_output(m.modules[a], f"{prefix}{a}/")
+        if kept is not None and all(pos[r] <= pos[a] for r in readers):
+            prev[a] = kept[0]
+            ctx.ctypes[kept[0]] = kept[1]
+            if kept[2]:
+                ctx.binary.add(kept[0])
+        else:
+            prev[a] = ctx.state(f"{prefix}{a}/prev", m.modules[a].size_out)
+            copies.append(a)
+    return prev, copies
+
+
 def _graph(m: GraphNetwork, ctx: _Ctx, src: str, prefix: str) -> str:
     vals = {"input": src}
-    prev = {a: ctx.state(f"{prefix}{a}/prev", m.modules[a].size_out) for a in m.delayed_nodes}
+    prev, copies = _previous_outputs(m, ctx, prefix)
+    # how often each node's output is read this step (a scratch output read once may take its sum in place)
+    reads = Counter(a for srcs in m.sources for a, delayed in srcs if not delayed)
+    reads.update(list(m.out_sources) + copies)
     for node, srcs in zip(m.order, m.sources):
         ins = [prev[a] if delayed else vals[a] for a, delayed in srcs]
-        inp = _add(ctx, ins, m.modules[node].size_in, f"{prefix}{node}: sum of {len(ins)} inputs")
+        shared = Counter(vals.values())  # a pass-through node (Flatten) hands on its input's buffer
+        dying = [vals[a] for a, delayed in srcs if not delayed and reads[a] == 1 and shared[vals[a]] == 1]
+        inp = _add(ctx, ins, m.modules[node].size_in, f"{prefix}{node}: sum of {len(ins)} inputs", dying)
         vals[node] = _module(m.modules[node], ctx, inp, f"{prefix}{node}/")
     out = _add(ctx, [vals[a] for a in m.out_sources], m.size_out, f"{prefix}output: sum of inputs")
-    if prev:
-        body = "\n".join(
-            _kernel("copy.c", n=m.modules[a].size_out, dst=prev[a], src=ctx.use(vals[a])) for a in m.delayed_nodes
-        )
+    if copies:
+        body = "\n".join(_kernel("copy.c", n=m.modules[a].size_out, dst=prev[a], src=ctx.use(vals[a])) for a in copies)
         ctx.block(f"{prefix}: outputs read by the next step", body)
     return out
 
@@ -429,7 +536,7 @@ def _module(m: Any, ctx: _Ctx, src: str, prefix: str) -> str:
         return _sequential(m, ctx, src, prefix)
     if isinstance(m, Residual):
         y = _sequential(m.block, ctx, src, prefix)
-        return _add(ctx, [y, src], m.size_out, f"{title}: residual sum")
+        return _add(ctx, [y, src], m.size_out, f"{title}: residual sum", dying=[y] if y != src else [])
     if isinstance(m, GraphNetwork):
         return _graph(m, ctx, src, prefix)
     if isinstance(m, Linear):
@@ -474,7 +581,7 @@ def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
     n_in, n_out = int(model.size_in), int(model.size_out)
     ctx.use(out)
     ctx.block("network output", _kernel("copy.c", n=n_out, dst="y", src=out))
-    buffers = ctx.states + [Buffer(b, "float", c, "scratch", (f, last)) for b, (c, f, last) in ctx.scratch.items()]
+    buffers = ctx.states + [Buffer(b, t, c, "scratch", (f, last)) for b, (c, f, last, t) in ctx.scratch.items()]
     notes = (
         "float32 numerics: IEEE single precision, each operation rounded separately (-ffp-contract=off), "
         "in the order of pondlib's float model (see pondlib.codegen.float32).",
@@ -488,6 +595,7 @@ def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
         constants=ctx.constants,
         buffers=buffers,
         step_body="\n".join(ctx.lines),
+        helpers=_kernel("rolled.c"),
         n_in=n_in,
         in_ctype="float",
         n_out=n_out,

@@ -466,6 +466,14 @@ def _state_reset(buf: Buffer) -> str:
     return render(_PACKAGE, "reset_table.c", buf=buf.name, count=buf.count, ctype=buf.ctype, values=values)
 
 
+def _resets(states: Sequence[Buffer]) -> str:
+    """The reset of one arena: each state buffer to its ``init``, the scratch to 0; one ``memset`` of the whole
+    arena when every state starts at 0 (less code)."""
+    if all(np.asarray(b.init).size == 1 and np.asarray(b.init).reshape(-1)[0] == 0 for b in states):
+        return "memset(a, 0, sizeof *a); /* every state buffer and the scratch arena to 0 */"
+    return "\n".join([_state_reset(b) for b in states] + ["memset(&a->scratch, 0, sizeof a->scratch);"])
+
+
 def _header(name: str, numerics: str, io: IOSpec, buffers: Sequence[Buffer], plan: ArenaPlan) -> str:
     """``<name>.h``: sizes, I/O types, the arena struct (state members, the scratch union) and the API."""
     states = [b for b in buffers if b.kind == "state"]
@@ -515,7 +523,9 @@ def _source(
     states = [b for b in buffers if b.kind == "state"]
     used = states + [b for b in buffers if b.kind == "scratch"]
     rows = [
-        f'{{"{b.name}", {CTYPES[b.ctype][1]}, {b.count}, (int32_t)offsetof({name}_arena_t, {b.name})}},' for b in states
+        f'{{POND_STATE_NAME("{b.name}"), {CTYPES[b.ctype][1]}, {b.count}, '
+        f"(int32_t)offsetof({name}_arena_t, {b.name})}},"
+        for b in states
     ]
     return render(
         _PACKAGE,
@@ -527,7 +537,7 @@ def _source(
         n_state_rows=max(1, len(states)),
         state_rows="\n".join(rows) or '{"", 0, 0, 0},',
         helpers=code["helpers"].strip(),
-        state_resets="\n".join(_state_reset(b) for b in states),
+        state_resets=_resets(states),
         reset_body=code["reset_body"].strip(),
         views="\n".join(_view(b, plan) for b in used),
         unused="\n".join(f"(void){b.name};" for b in used),

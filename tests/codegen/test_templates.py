@@ -283,6 +283,9 @@ def _siracusa_models():
 
     for seed in range(40):
         generate(random_config(seed), "siracusa", name="sir", validate=False, record=bool(seed % 2))
+    for seed in range(12):  # every QGemm layout (compressed rows: gemm_sparse.c)
+        layout = ("sparse", "events", "dense")[seed % 3]
+        generate(random_config(seed), "siracusa", name="sir", validate=False, layout=layout)
     exact = SiracusaConfig(n_input=2, layers=(QGemm("fc", weight=[[1], [2]]),))
     generate(exact, "siracusa", name="sir")  # no wrapping arithmetic: no helper at all
     # operator graphs (graph_codegen): the every-op graph recorded and not, and a one-op graph

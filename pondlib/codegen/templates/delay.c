@@ -3,7 +3,7 @@
 ## $d: neuron n's delay in steps (a literal or a constant indexed by n).
 /* $src[$n] -> $out[$n]; ring $ring[$depth][$n]; next slot $pos[0] */
 const int32_t p = $pos[0];
-for (int32_t n = 0; n < $n; ++n) {
+POND_ROLLED for (int32_t n = 0; n < $n; ++n) {
     const int32_t d = $d;
     $out[n] = d == 0 ? $src[n] : $ring[((p - d + $depth) % $depth) * $n + n];
     $ring[p * $n + n] = $src[n];
