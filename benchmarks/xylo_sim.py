@@ -1,17 +1,21 @@
-"""Benchmark: pondlib's Xylo simulator against the reference ``xylosim``, side by side in one process.
+"""Benchmark: pondlib's Xylo simulator (its C kernel and its numba kernel) against the reference ``xylosim``,
+side by side in one process.
 
 For N hidden in {128, 512, 1000}: one random legal configuration (16 inputs, k = 2 synapses, ~5 %
 recurrent density with fan-out <= 64, 8 outputs), Poisson input at 0.05 events per channel per step,
-T = 10000 steps. Measured in interleaved rounds (each round runs every contender once, in turn, so that
-load changes hit all alike; the median over rounds is reported, after one warm-up call each):
+T = 10000 steps. Measured in interleaved rounds (each round runs every contender in turn, then again in
+the reverse order, and counts the mean of the two runs, so that load changes and the cost of going first
+hit all alike; the median over rounds is reported, after one warm-up call each):
 
 * steps/s for one sample, record off and record on (xylosim always records, so its number is the same);
 * sample-steps/s for a batch of 64 (pondlib: one parallel call; xylosim has no batch dimension, so its
   throughput is the loop over samples, measured over ``--xylosim-samples`` samples);
-* ratios pondlib / xylosim, and a parity check (pondlib output and records == xylosim's).
+* ratios pondlib / xylosim for each of pondlib's two kernels (``c``: ``csrc/xylo_sim.c``, the default
+  where a C compiler exists; ``numba``: the fallback), the ratio C / numba, and a parity check (each
+  kernel's output and records == xylosim's).
 
 Run: ``python benchmarks/xylo_sim.py [--rounds 5] [--sizes 128 512 1000]``. Prints a rich table, one
-line per size with the two headline ratios (single sample, B = 64), and writes
+line per size with the headline ratios (single sample and B = 64 against xylosim, C against numba), and writes
 ``benchmarks/results/xylo_sim.json`` (with the machine's load average before and after: on a shared
 machine, compare ratios, not absolute rates).
 """
@@ -38,6 +42,7 @@ N_OUT = 8
 RATE = 0.05  # events per channel per step
 DENSITY_REC = 0.05  # fraction of hidden neurons each hidden neuron projects to
 BATCH = 64
+ENGINES = ("c", "numba")  # pondlib's two kernels (XyloSim.engine)
 
 
 def benchmark_config(n_hidden: int, seed: int = 0) -> XyloConfig:
@@ -115,20 +120,27 @@ def xylosim_layer(config: XyloConfig):
 
 
 def _interleaved(fns: dict, rounds: int) -> dict[str, float]:
-    """Median seconds of each callable, all run once per round in turn (after one warm-up call each),
-    so that a change of machine load hits every contender alike."""
+    """Median seconds of each callable over ``rounds`` rounds (after one warm-up call each). A round runs
+    every contender in turn, then again in the reverse order, and counts the mean of its two runs: a change
+    of machine load hits every contender alike, and so does the cost of going first. (Of two contenders
+    that allocate the same large arrays, the records, the first often waits for the operating system to
+    find the memory, numpy asking for huge pages, which may need compaction; the second finds it ready.)"""
     for fn in fns.values():
         fn()  # warm-up (compilation, caches)
     times: dict[str, list[float]] = {key: [] for key in fns}
+    keys = list(fns)
     for _ in range(rounds):
-        for key, fn in fns.items():
+        spent = dict.fromkeys(keys, 0.0)
+        for key in keys + keys[::-1]:
             t0 = time.perf_counter()
-            fn()
-            times[key].append(time.perf_counter() - t0)
+            fns[key]()
+            spent[key] += time.perf_counter() - t0
+        for key in keys:
+            times[key].append(spent[key] / 2)
     return {key: statistics.median(v) for key, v in times.items()}
 
 
-def _parity(config: XyloConfig, x: np.ndarray) -> bool:
+def _parity(config: XyloConfig, x: np.ndarray, engine: str) -> bool:
     layer, _keep = xylosim_layer(config)
     T = x.shape[0]
     ref_out = np.array(layer.evolve(x.tolist()), dtype=np.int64).reshape(T, -1)
@@ -141,7 +153,9 @@ def _parity(config: XyloConfig, x: np.ndarray) -> bool:
         "Vmem_out": np.array(layer.rec_v_mem_out).reshape(n_out, T).T,
         "Isyn_out": np.array(layer.rec_i_syn_out).reshape(n_out, T).T,
     }
-    out, _, rec = XyloSim.from_config(config).evolve(x, record=True)
+    sim = XyloSim.from_config(config)
+    sim._engine = engine
+    out, _, rec = sim.evolve(x, record=True)
     return bool(np.array_equal(out, ref_out) and all(np.array_equal(rec[k], ref[k]) for k in ref))
 
 
@@ -156,9 +170,14 @@ def run(sizes: list[int], rounds: int, xylosim_samples: int, seed: int = 0) -> l
         x1 = rng.poisson(RATE, size=(T_STEPS, N_IN)).astype(np.int64)
         xb = rng.poisson(RATE, size=(BATCH, T_STEPS, N_IN)).astype(np.int64)
 
-        sim = XyloSim.from_config(config)
+        sims = {}
+        for engine in ENGINES:
+            sims[engine] = XyloSim.from_config(config)
+            sims[engine]._engine = engine
 
-        def pond(x, record):
+        def pond(engine, x, record):
+            sim = sims[engine]
+
             def go():
                 sim.reset_state()
                 return sim.evolve(x, record=record)
@@ -179,21 +198,14 @@ def run(sizes: list[int], rounds: int, xylosim_samples: int, seed: int = 0) -> l
                 layer.reset_all()
                 layer.evolve(xin)
 
-        med = _interleaved(
-            {
-                "off": pond(x1, False),
-                "on": pond(x1, True),
-                "batch": pond(xb, False),
-                "xs": xs_one,
-                "xs_loop": xs_loop,
-            },
-            rounds,
-        )
-        t_off, t_on, t_batch, t_xs, t_xs_loop = (med[k] for k in ("off", "on", "batch", "xs", "xs_loop"))
+        fns = {}  # the two kernels side by side in each mode
+        for mode, x, record in (("off", x1, False), ("on", x1, True), ("batch", xb, False)):
+            fns.update({(engine, mode): pond(engine, x, record) for engine in ENGINES})
+        med = _interleaved({**fns, "xs": xs_one, "xs_loop": xs_loop}, rounds)
+        sim = sims["c"]
         sim.reset_state()
         out, _, rec = sim.evolve(x1, record=True)
         hidden_rate = float(rec["Spikes"].astype(bool).mean())
-        parity = _parity(config, x1[:2000])
 
         r = {
             "n_hidden": n,
@@ -201,20 +213,24 @@ def run(sizes: list[int], rounds: int, xylosim_samples: int, seed: int = 0) -> l
             "batch": BATCH,
             "hidden_spike_fraction": hidden_rate,
             "output_spikes": int(out.sum()),
-            "pond_steps_per_s_record_off": T_STEPS / t_off,
-            "pond_steps_per_s_record_on": T_STEPS / t_on,
-            "pond_batch_sample_steps_per_s": BATCH * T_STEPS / t_batch,
-            "xylosim_steps_per_s": T_STEPS / t_xs,
-            "xylosim_batch_sample_steps_per_s": xylosim_samples * T_STEPS / t_xs_loop,
+            "xylosim_steps_per_s": T_STEPS / med["xs"],
+            "xylosim_batch_sample_steps_per_s": xylosim_samples * T_STEPS / med["xs_loop"],
             "xylosim_batch_samples_measured": xylosim_samples,
             "rounds": rounds,
-            "parity": parity,
         }
-        r["ratio_record_off"] = r["pond_steps_per_s_record_off"] / r["xylosim_steps_per_s"]
-        r["ratio_record_on"] = r["pond_steps_per_s_record_on"] / r["xylosim_steps_per_s"]
-        r["ratio_batch"] = r["pond_batch_sample_steps_per_s"] / r["xylosim_batch_sample_steps_per_s"]
+        for engine in ENGINES:
+            r[f"{engine}_steps_per_s_record_off"] = T_STEPS / med[engine, "off"]
+            r[f"{engine}_steps_per_s_record_on"] = T_STEPS / med[engine, "on"]
+            r[f"{engine}_batch_sample_steps_per_s"] = BATCH * T_STEPS / med[engine, "batch"]
+            r[f"{engine}_ratio_record_off"] = r[f"{engine}_steps_per_s_record_off"] / r["xylosim_steps_per_s"]
+            r[f"{engine}_ratio_record_on"] = r[f"{engine}_steps_per_s_record_on"] / r["xylosim_steps_per_s"]
+            r[f"{engine}_ratio_batch"] = r[f"{engine}_batch_sample_steps_per_s"] / r["xylosim_batch_sample_steps_per_s"]
+            r[f"{engine}_parity"] = _parity(config, x1[:2000], engine)
+        for mode in ("record_off", "record_on", "batch"):
+            r[f"c_over_numba_{mode}"] = r[f"c_ratio_{mode}"] / r[f"numba_ratio_{mode}"]
+        r["parity"] = all(r[f"{engine}_parity"] for engine in ENGINES)
         results.append(r)
-        print(f"N={n}: done (parity {'OK' if parity else 'FAIL'})", file=sys.stderr)
+        print(f"N={n}: done (parity {'OK' if r['parity'] else 'FAIL'})", file=sys.stderr)
     return results
 
 
@@ -238,42 +254,38 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"Xylo simulator: pondlib vs xylosim (T={T_STEPS}, 16 in, 8 out, Poisson {RATE}/channel/step)")
-    for col in (
-        "N hid",
-        "spk frac",
-        "xylosim steps/s",
-        "pond off",
-        "x",
-        "pond on",
-        "x",
-        f"xylosim B={BATCH}",
-        f"pond B={BATCH}",
-        "x",
-        "parity",
-    ):
+    title = f"Xylo simulator: pondlib's C and numba kernels vs xylosim (T={T_STEPS}, 16 in, 8 out, Poisson {RATE})"
+    table = Table(title=title)
+    heads = ("N hid", "spk frac", "kernel", "steps/s off", "x xylosim", "steps/s on", "x xylosim")
+    for col in (*heads, f"sample-steps/s B={BATCH}", "x xylosim", "parity"):
         table.add_column(col, justify="right")
     for r in results:
-        table.add_row(
-            str(r["n_hidden"]),
-            f"{r['hidden_spike_fraction']:.3f}",
-            f"{r['xylosim_steps_per_s']:,.0f}",
-            f"{r['pond_steps_per_s_record_off']:,.0f}",
-            f"{r['ratio_record_off']:.1f}",
-            f"{r['pond_steps_per_s_record_on']:,.0f}",
-            f"{r['ratio_record_on']:.1f}",
-            f"{r['xylosim_batch_sample_steps_per_s']:,.0f}",
-            f"{r['pond_batch_sample_steps_per_s']:,.0f}",
-            f"{r['ratio_batch']:.1f}",
-            "OK" if r["parity"] else "FAIL",
-        )
+        xs, xb = r["xylosim_steps_per_s"], r["xylosim_batch_sample_steps_per_s"]
+        spk = f"{r['hidden_spike_fraction']:.3f}"
+        table.add_row(str(r["n_hidden"]), spk, "xylosim", f"{xs:,.0f}", "1.0", f"{xs:,.0f}", "1.0")
+        table.add_row("", "", "", "", "", "", "", f"{xb:,.0f}", "1.0", "")
+        for engine in ENGINES:
+            table.add_row(
+                "",
+                "",
+                engine,
+                f"{r[f'{engine}_steps_per_s_record_off']:,.0f}",
+                f"{r[f'{engine}_ratio_record_off']:.1f}",
+                f"{r[f'{engine}_steps_per_s_record_on']:,.0f}",
+                f"{r[f'{engine}_ratio_record_on']:.1f}",
+                f"{r[f'{engine}_batch_sample_steps_per_s']:,.0f}",
+                f"{r[f'{engine}_ratio_batch']:.1f}",
+                "OK" if r[f"{engine}_parity"] else "FAIL",
+            )
     console = Console(width=200)
     console.print(table)
     for r in results:
         console.print(
-            f"N={r['n_hidden']}: pondlib / xylosim = {r['ratio_record_off']:.1f}x single sample (record off), "
-            f"{r['ratio_batch']:.1f}x batched (B={BATCH}); medians of {r['rounds']} interleaved rounds, "
-            f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after ({os.cpu_count()} CPUs)"
+            f"N={r['n_hidden']}: C / xylosim = {r['c_ratio_record_off']:.1f}x single sample (record off), "
+            f"{r['c_ratio_batch']:.1f}x batched (B={BATCH}); C / numba = {r['c_over_numba_record_off']:.2f}x "
+            f"record off, {r['c_over_numba_record_on']:.2f}x record on, {r['c_over_numba_batch']:.2f}x batched; "
+            f"medians of {r['rounds']} interleaved rounds, load average {load_before[0]:.1f} before, "
+            f"{load_after[0]:.1f} after ({os.cpu_count()} CPUs)"
         )
 
     payload = {
@@ -286,8 +298,9 @@ def main(argv: list[str] | None = None) -> int:
             "load_average_1min_before": load_before[0],
             "load_average_1min_after": load_after[0],
         },
-        "method": "medians of interleaved rounds (pondlib single off/on, pondlib batch, xylosim single, xylosim "
-        "batch loop, in turn each round), one process, after one warm-up call each",
+        "method": "medians of interleaved rounds (each kernel's single off/on and batch, xylosim single, xylosim "
+        "batch loop, in turn, then in reverse order; a round counts the mean of each contender's two runs), one "
+        "process, after one warm-up call each",
         "results": results,
     }
     out = Path(args.out)
