@@ -29,6 +29,10 @@ Usage::
 plain network data-parallel over all of them (``make_train_step`` with the mesh), the other rows run on
 one device as usual.
 
+Results of issue 33 (B = 32 and B = 128, pondlib against Spyx): ``benchmarks/results/train_step_b32.json``,
+``train_step_b128.json`` (and ``.txt``, the printed tables); the Xylo-aware row against its plain network:
+``train_step_xylo_aware.json``.
+
 ``--busy`` repeats the timing with one spinning process (a ``multiprocessing`` busy loop on the other
 core, started and stopped by the script; ``Busy`` of ``benchmarks/inference.py``) and reports each
 framework's slowdown (busy median / quiet median). The ``pondlib-xylo-aware`` row (Xylo's size: 16 -> 256 ->

@@ -56,9 +56,11 @@ microseconds per step and fused kernel) and by memory traffic; the design choice
 - Arrays keep a flat ``(..., N*k)`` synapse layout inside the loops: XLA on CPU handles arrays with a
   trailing synapse axis of size 1 an order of magnitude more slowly.
 - On CPU, for a non-recurrent float32 layer, both loops run as compiled kernels
-  (:mod:`pondlib.nn.native`), each a single pass per step over all neurons of all samples (the
-  backward one when the spikes carry the only cotangent); the XLA loops below are their reference
-  and run everywhere else. On the benchmark the kernels take the layer from ~8 ms to ~4 ms.
+  (:mod:`pondlib.nn.native`: C, or numba where no C compiler is found), each a single pass per step over
+  all neurons of all samples (the backward one when the spikes carry the only cotangent); the XLA loops
+  below are their reference and run everywhere else. On the benchmark the kernels take the layer from
+  ~8 ms to ~4 ms. In a fused chain a ``Linear`` before the layer trains with it as one kernel
+  (:mod:`pondlib.nn.train_pair`, :mod:`pondlib.nn.train_chain`).
 """
 
 from __future__ import annotations

@@ -61,9 +61,17 @@ The path is chosen when the function is traced, by ``chain_scan(..., path=)`` or
 
 Under :func:`jax.grad` the fused loop is not used: the custom VJP's forward pass runs the chain layer
 by layer (the ``Linear`` products over all steps, the LIF layers through the hand adjoint of
-:mod:`pondlib.nn.adjoint`) and its backward pass runs their adjoints in reverse order, so gradients are
-those of the layer-by-layer path, operation for operation. A record's cotangents enter its layer's
-adjoint (a LIF's spike cotangent is the sum of the next module's and its record's).
+:mod:`pondlib.nn.adjoint`) and its backward pass runs their adjoints in reverse order. On CPU (the C build
+of the kernels) a chain ``Linear, LIF, Linear, LIF, ...`` of non-recurrent float32 layers trained without
+records runs as one loop per sample instead (:mod:`pondlib.nn.train_chain`: each current computed from
+the non-zero inputs, no stack of currents or hidden spikes stored, and above 16 MiB not even the LIF
+residuals, which the backward pass then recomputes per sample), and elsewhere in a chain each ``Linear``
+directly before a non-recurrent ``LIF`` trains with it as one kernel (:mod:`pondlib.nn.train_pair`).
+Their currents are the inference kernel's sums (the forward pass gives its spikes bit for bit), added in
+another order than XLA's product, so gradients agree with the layer-by-layer path to float32 rounding
+(``tests/nn/test_lif_c.py``); elsewhere they are the layer-by-layer path's, operation for operation. A
+record's cotangents enter its layer's adjoint (a LIF's spike cotangent is the sum of the next module's and
+its record's).
 
 Example:
     >>> import jax, jax.numpy as jnp
@@ -99,6 +107,12 @@ from pondlib.nn.base import scan_steps
 from pondlib.nn.lif import LIF
 from pondlib.nn.lif_core import FlatLIFParameters, lif_step_flat, unflatten_synapses
 from pondlib.nn.linear import Linear
+from pondlib.nn.train_chain import chain_bwd as train_chain_bwd
+from pondlib.nn.train_chain import chain_fwd as train_chain_fwd
+from pondlib.nn.train_chain import eligible as train_chain_eligible
+from pondlib.nn.train_pair import dense as pair_dense
+from pondlib.nn.train_pair import eligible as pair_eligible
+from pondlib.nn.train_pair import pair_bwd, pair_fwd
 from pondlib.validate import check_choice, check_int
 
 __all__ = ["chain_scan", "chunk_steps", "fusible", "inference_path", "PATHS"]
@@ -399,13 +413,24 @@ def _value(p: Any) -> Any:
 
 def _chain_fwd(static: tuple, params: tuple, x: Any, states: tuple):
     """Layer by layer, keeping each module's residuals (LIF: those of the hand adjoint); the records are
-    the LIF layers' own outputs."""
+    the LIF layers' own outputs. A ``Linear`` followed by a non-recurrent ``LIF`` runs as one compiled
+    pair where it may (:mod:`pondlib.nn.train_pair`): its residuals sit in the LIF's slot (a dict), the
+    Linear's slot holds ``()``."""
     specs, record = static[0], static[1]
+    if not record and train_chain_eligible(specs, _value(params), x.value, _value(states)):
+        return train_chain_fwd(specs, params, x, states)  # the whole chain as one loop (residuals: a dict)
     h, x_perturbed = x.value, x.perturbed
     residuals, out_states, recs = [], [], []
+    pair_next = False
     for j, (spec, p, st) in enumerate(zip(specs, params, states)):
         if spec[0] == "linear":
             weight, bias = _value(p)
+            if _pair_here(specs, params, states, j, h):
+                pair_next, linear = True, (weight, bias)
+                residuals.append(())
+                out_states.append(None)
+                recs.append(None)
+                continue
             # the last entry is a static flag (an empty pytree or None): whether dL/dx is wanted
             residuals.append((weight, bias, h, () if x_perturbed or j > 0 else None))
             h = _linear(h, weight, bias)
@@ -414,12 +439,24 @@ def _chain_fwd(static: tuple, params: tuple, x: Any, states: tuple):
             continue
         _, cap, surrogate = spec
         alpha, beta, threshold, bias, w_rec = p
-        h_in = x if j == 0 else CustomVJPPrimal(h, True)
-        (h, vmem, isyn, new_state), res = _lif_fwd(cap, surrogate, alpha, beta, threshold, bias, w_rec, h_in, st)
+        if pair_next:  # the pair's input h is x itself for j == 1: batch-major, swapped to time-major
+            want_dx = x_perturbed or j > 1
+            (h, vmem, isyn, new_state), res = pair_fwd(cap, surrogate, linear, p, h, st, want_dx, j == 1)
+            pair_next = False
+        else:
+            h_in = x if j == 0 else CustomVJPPrimal(h, True)
+            (h, vmem, isyn, new_state), res = _lif_fwd(cap, surrogate, alpha, beta, threshold, bias, w_rec, h_in, st)
         residuals.append(res)
         out_states.append(new_state)
         recs.append((h, vmem, isyn) if record else None)
     return (h, tuple(out_states), tuple(recs)), tuple(residuals)
+
+
+def _pair_here(specs: tuple, params: tuple, states: tuple, j: int, h: jax.Array) -> bool:
+    """Whether the Linear at ``j`` and the LIF after it train as one pair (:func:`pondlib.nn.train_pair.eligible`)."""
+    if j + 1 >= len(specs) or specs[j + 1][0] != "lif":
+        return False
+    return pair_eligible(_value(params[j]), _value(params[j + 1]), h, _value(states[j + 1]))
 
 
 def _dense(ct: Any, like_shape: tuple, dtype: Any) -> jax.Array:
@@ -438,16 +475,25 @@ def _add(a: Any, b: Any) -> Any:
 
 def _chain_bwd(static: tuple, residuals: tuple, cts: tuple):
     """The modules' adjoints in reverse order: LIF through :func:`pondlib.nn.adjoint._bwd`, Linear
-    through :func:`jax.vjp` of its product. A recorded LIF's spike cotangent is the sum of the one from
-    the next module and the one of its record."""
+    through :func:`jax.vjp` of its product, a pair through :func:`pondlib.nn.train_pair.pair_bwd` (the
+    Linear's gradients computed with the LIF's, handed to its slot). A recorded LIF's spike cotangent is
+    the sum of the one from the next module and the one of its record."""
     specs = static[0]
+    if isinstance(residuals, dict):  # the chain of pairs ran as one loop
+        return train_chain_bwd(specs, residuals, cts, partial(_chain_bwd, static))
     g_y, g_states, g_recs = cts
     d_params, d_states = [], []
+    pair_linear = None
     for spec, res, g_state, g_rec in zip(reversed(specs), reversed(residuals), reversed(g_states), reversed(g_recs)):
         if spec[0] == "linear":
+            if pair_linear is not None:  # the Linear of a pair: its gradients came with the LIF's
+                d_params.append(pair_linear)
+                d_states.append(None)
+                pair_linear = None
+                continue
             weight, bias, h_in, dx_flag = res
             out_shape = h_in.shape[:-1] + (weight.shape[1],)
-            g = _dense(g_y, out_shape, h_in.dtype)
+            g = _dense(pair_dense(g_y), out_shape, h_in.dtype)
             if dx_flag is not None:
                 _, vjp = jax.vjp(_linear, h_in, weight, bias)
                 g_y, d_w, d_b = vjp(g)
@@ -459,11 +505,17 @@ def _chain_bwd(static: tuple, residuals: tuple, cts: tuple):
             continue
         _, cap, surrogate = spec
         g_s, g_v, g_i = (None, None, None) if _given(g_rec) is None else g_rec
-        cts_lif = (_add(g_y, g_s), g_v, g_i, g_state)
+        if isinstance(res, dict):  # a pair: its kernel reads a next pair's factored cotangent as it is
+            g_in = g_y if _given(g_s) is None else _add(pair_dense(g_y), g_s)
+            pair_linear, d_lif, g_y, d_state0 = pair_bwd(cap, surrogate, res, (g_in, g_v, g_i, g_state))
+            d_params.append(d_lif)
+            d_states.append(d_state0)
+            continue
+        cts_lif = (_add(pair_dense(g_y), g_s), g_v, g_i, g_state)
         d_alpha, d_beta, d_th, d_bias, d_w, g_y, d_state0 = _lif_bwd(cap, surrogate, res, cts_lif)
         d_params.append((d_alpha, d_beta, d_th, d_bias, d_w))
         d_states.append(d_state0)
-    return tuple(reversed(d_params)), g_y, tuple(reversed(d_states))
+    return tuple(reversed(d_params)), pair_dense(g_y), tuple(reversed(d_states))
 
 
 _chain.defvjp(_chain_fwd, _chain_bwd, symbolic_zeros=True)

@@ -1,5 +1,6 @@
-r"""The numba kernels behind :mod:`pondlib.nn.native` and their XLA FFI handlers (imported on first
-use: numba is loaded only when a kernel is needed).
+r"""The numba kernels behind :mod:`pondlib.nn.native` and their XLA FFI handlers: the fallback where no
+C compiler is found (the C build, ``pondlib/nn/csrc/lif.c``, gives the same values bit for bit and is
+used wherever it builds; this module, and numba with it, is then never imported).
 
 The kernels treat a step as rows of neurons, each with its own parameters (the module docstring of
 :mod:`pondlib.nn.native` has the equations). Measured layout rules (``benchmarks/train_step.py``):

@@ -1,5 +1,17 @@
 r"""Compiled CPU kernels for the LIF adjoint's two time loops (and the forward loop of the integer LIF
-with bit-shift decays and saturation), called from XLA through its FFI.
+with bit-shift decays and saturation, and whole ``Linear -> LIF`` pairs and chains of them in training),
+called from XLA through its FFI.
+
+Two builds. ``pondlib/nn/csrc/lif.c`` and ``lif_chain.c`` (with ``lif_rows.h``) are compiled by the
+system C compiler on first use and cached on disk (:mod:`pondlib.cprogram.native`: about 1.5 s of
+compiler time in all, once per installation and machine, then a few milliseconds per process); where
+no C compiler is found, the numba kernels of :mod:`pondlib.nn.lif_kernels` run (numba's first
+compilation in an installation takes 10--25 s; it is imported only then). :func:`engine` says which
+runs. The two give the same values bit for bit (``tests/nn/test_lif_c.py``). The C build takes one row
+per sample (the batch not folded into the neuron axis), splits the samples over the cores (OpenMP;
+every value independent of the number of threads), and adds the pair and chain kernels
+(:mod:`pondlib.nn.train_pair`, :mod:`pondlib.nn.train_chain`), which compute each ``Linear``'s current
+inside the LIF's loop from the non-zero inputs and keep no stack of currents.
 
 On a CPU, XLA runs a :func:`jax.lax.scan` step as a handful of separately compiled kernels. Each one
 reads and writes whole ``(*batch, N)`` arrays, and the carried state is copied between iterations. For
@@ -96,6 +108,12 @@ __all__ = [
     "chain_eligible",
     "chain_engine",
     "chain_forward",
+    "engine",
+    "pair_available",
+    "pair_forward",
+    "pair_backward",
+    "train_chain_forward",
+    "train_chain_backward",
     "CHAIN_MODES",
     "CHAIN_CROSSOVER",
 ]
@@ -103,6 +121,19 @@ __all__ = [
 _FWD_TARGET = "pondlib_lif_forward"
 _BWD_TARGET = "pondlib_lif_backward"
 _BITSHIFT_TARGET = "pondlib_bitshift_lif_forward"
+_PAIR_FWD_TARGET = "pondlib_lif_pair_forward"
+_PAIR_BWD_TARGET = "pondlib_lif_pair_backward"
+_TRAIN_FWD_TARGET = "pondlib_lif_chain_forward"
+_TRAIN_BWD_TARGET = "pondlib_lif_chain_backward"
+_TARGETS = (
+    _FWD_TARGET,
+    _BWD_TARGET,
+    _BITSHIFT_TARGET,
+    _PAIR_FWD_TARGET,
+    _PAIR_BWD_TARGET,
+    _TRAIN_FWD_TARGET,
+    _TRAIN_BWD_TARGET,
+)
 _CHAIN_TARGET = "pondlib_chain_forward"
 _KINDS = {"fast_sigmoid": 0, "triangle": 1, "arctan": 2}
 
@@ -111,10 +142,11 @@ _state: dict[str, Any] = {}
 
 
 def available() -> bool:
-    """True when the kernels are compiled and registered with XLA and pass their self-test (done once,
-    on first use: about a second, the compiled code cached by numba; its first compilation in an
-    installation takes ~10 s). False when the environment says ``PONDLIB_NATIVE=0`` (read on every
-    call), when this JAX has no FFI, or when registration or the self-test fails.
+    """True when the kernels are built (or loaded from the cache) and registered with XLA and pass their
+    self-test (done once, on first use: the C build's first compilation in an installation takes about
+    1.5 s of compiler time, later processes load it in milliseconds; numba's, where no C compiler is
+    found, 10--25 s once). False when the environment says ``PONDLIB_NATIVE=0`` (read on every call),
+    when this JAX has no FFI, or when registration or the self-test fails.
 
     Example:
         >>> from pondlib.nn import native
@@ -130,22 +162,56 @@ def available() -> bool:
 
 
 def _register() -> bool:
-    """Compile the handlers, register them with XLA and check the forward kernel against the XLA loop."""
-    ffi = getattr(jax, "ffi", None)
-    if ffi is None or not all(hasattr(ffi, f) for f in ("register_ffi_target", "ffi_call", "pycapsule")):
+    """Build (or load) the kernels, register them with XLA and check the forward kernel against a NumPy
+    loop: the C build (``pondlib/nn/csrc/lif.c``) where a C compiler is found, else numba's
+    (:mod:`pondlib.nn.lif_kernels`, imported only then)."""
+    if not _has_ffi():
         return False
     try:
-        kernels = importlib.import_module("pondlib.nn.lif_kernels")
-        handlers = kernels.handlers()
-        proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
-        pointers = tuple(proto(h.address) for h in handlers)
-        for name, pointer in zip((_FWD_TARGET, _BWD_TARGET, _BITSHIFT_TARGET), pointers, strict=True):
-            ffi.register_ffi_target(name, ffi.pycapsule(pointer), platform="cpu")
+        keep, pointers, engine = _lif_pointers()
+        targets = _TARGETS[: len(pointers)]
+        for name, pointer in zip(targets, pointers, strict=True):
+            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(pointer), platform="cpu")
     except Exception:  # any failure here means: keep the XLA loops
         return False
-    _state["keep"] = (handlers, pointers)  # the compiled code must outlive every call
+    _state["keep"] = (keep, pointers)  # the compiled code must outlive every call
+    _state["engine"] = engine
     _state["registered"] = True  # the self-test's calls find the targets registered
     return _self_test()
+
+
+def _lif_pointers() -> tuple[Any, tuple, str]:
+    """The training kernels' FFI handlers as ctypes function pointers (forward, backward, bit-shift
+    forward and, for the C build, the two pair kernels), what must stay alive with them, and the engine."""
+    proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+    csrc = Path(__file__).resolve().parent / "csrc"
+    lib = cnative.load("pond_lif", csrc / "lif.c", include_dirs=(jax.ffi.include_dir(),))
+    chain = (
+        None
+        if lib is None
+        else cnative.load("pond_lif_chain", csrc / "lif_chain.c", include_dirs=(jax.ffi.include_dir(),))
+    )
+    if lib is not None and chain is not None:
+        names = ("lif_forward", "lif_backward", "bitshift_forward", "pair_forward", "pair_backward")
+        handlers = tuple(getattr(lib, f"pond_{n}_handler") for n in names)
+        handlers += tuple(getattr(chain, f"pond_chain_train_{n}_handler") for n in ("forward", "backward"))
+        return (lib, chain), tuple(proto(ctypes.cast(h, ctypes.c_void_p).value) for h in handlers), "c"
+    handlers = importlib.import_module("pondlib.nn.lif_kernels").handlers()
+    return handlers, tuple(proto(h.address) for h in handlers), "numba"
+
+
+def engine() -> str | None:
+    """Which build of the training kernels runs: ``"c"`` (``pondlib/nn/csrc/lif.c``, built by the system C
+    compiler on first use and cached on disk, :mod:`pondlib.cprogram.native`; numba is then never
+    imported), ``"numba"`` (:mod:`pondlib.nn.lif_kernels`, where no C compiler is found) or None (neither:
+    the XLA loops run).
+
+    Example:
+        >>> from pondlib.nn import native
+        >>> native.engine() in ("c", "numba", None)
+        True
+    """
+    return _state.get("engine") if available() else None
 
 
 def _ensure_registered() -> None:
@@ -207,22 +273,26 @@ def _f32(shape: tuple) -> jax.ShapeDtypeStruct:
 
 
 def _forward_call(target, n_out, x, params, i0, v0, settings) -> tuple[jax.Array, ...]:
-    """Call a forward kernel on the batch folded into the neuron axis (one long row per step, the
-    fastest shape; parameters tiled over the batch) and unfold its first ``n_out`` results:
-    ``pre`` (T, *b, N), ``q`` (T, *b, N k), ``spikes`` (T, *b, N), ``i_final`` (*b, N k) and, with
-    ``n_out = 5``, ``v_final`` (*b, N)."""
+    """Call a forward kernel on ``(T, R, N k)``: the C build takes one row per sample (``R`` the batch
+    size, the parameters as they are, the rows split over the cores); numba's the batch folded into the
+    neuron axis (``R = 1``, one long row per step, its fastest shape; parameters tiled over the batch).
+    Returns its first ``n_out`` results unfolded: ``pre`` (T, *b, N), ``q`` (T, *b, N k), ``spikes``
+    (T, *b, N), ``i_final`` (*b, N k) and, with ``n_out = 5``, ``v_final`` (*b, N)."""
     _ensure_registered()
     n = params[0].shape[0]
     steps, batch, nk = x.shape[0], x.shape[1:-1], x.shape[-1]
     rows = math.prod(batch)
-    m, mk = rows * n, rows * nk
-    out = (_f32((steps, 1, m)), _f32((steps, 1, mk)), _f32((steps, 1, m)), _f32((1, mk)), _f32((1, m)))
+    if _state.get("engine") == "c":
+        r, m, mk, flat = rows, n, nk, tuple(a.reshape(-1) for a in params)
+    else:
+        r, m, mk, flat = 1, rows * n, rows * nk, tuple(jnp.tile(a.reshape(-1), rows) for a in params)
+    out = (_f32((steps, r, m)), _f32((steps, r, mk)), _f32((steps, r, m)), _f32((r, mk)), _f32((r, m)))
     call = jax.ffi.ffi_call(target, out[:n_out], vmap_method="sequential")
     res = call(
-        x.reshape(steps, 1, mk),
-        *(jnp.tile(a.reshape(-1), rows) for a in params),
-        i0.reshape(1, mk),
-        v0.reshape(1, m),
+        x.reshape(steps, r, mk),
+        *flat,
+        i0.reshape(r, mk),
+        v0.reshape(r, m),
         jnp.asarray(settings, jnp.float32),
     )
     shape = x.shape[:-1] + (n,)
@@ -266,8 +336,25 @@ def lif_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple
     n, k = beta.shape
     steps, batch = pre.shape[0], pre.shape[1:-1]
     rows = math.prod(batch)
-    m, mk = rows * n, rows * n * k
     scale = math.pi * surrogate.scale if surrogate.kind == "arctan" else surrogate.scale
+    cfg = jnp.asarray([cap, scale, _KINDS[surrogate.kind]], jnp.float32)
+    if _state.get("engine") == "c":  # one row per sample, the sums over the batch taken in the kernel
+        out = (_f32((n,)), _f32((n * k,)), _f32((n,)), _f32((n,)), _f32((steps, rows, n * k)))
+        out += (_f32((rows, n * k)), _f32((rows, n)))
+        call = jax.ffi.ffi_call(_BWD_TARGET, out, vmap_method="sequential")
+        d_alpha, d_beta, d_th, d_bias, dx, d_i0, d_v0 = call(
+            pre.reshape(steps, rows, n),
+            q.reshape(steps, rows, n * k),
+            g.reshape(steps, rows, n).astype(jnp.float32),
+            alpha,
+            beta.reshape(-1),
+            threshold,
+            v0.reshape(rows, n),
+            cfg,
+        )
+        unfolded = (dx.reshape(q.shape), d_i0.reshape(batch + (n * k,)), d_v0.reshape(batch + (n,)))
+        return (d_alpha, d_beta.reshape(n, k), d_th, d_bias) + unfolded
+    m, mk = rows * n, rows * n * k
     out = (_f32((m,)), _f32((mk,)), _f32((m,)), _f32((m,)), _f32((steps, 1, mk)), _f32((1, mk)), _f32((1, m)))
     call = jax.ffi.ffi_call(_BWD_TARGET, out, vmap_method="sequential")
     a_alpha, a_beta, a_th, a_bias, dx, d_i0, d_v0 = call(
@@ -276,7 +363,7 @@ def lif_backward(pre, q, g, alpha, beta, threshold, v0, cap, surrogate) -> tuple
         g.reshape(steps, 1, m).astype(jnp.float32),
         *(jnp.tile(a.reshape(-1), rows) for a in (alpha, beta, threshold)),
         v0.reshape(1, m),
-        jnp.asarray([cap, scale, _KINDS[surrogate.kind]], jnp.float32),
+        cfg,
     )
     bred = tuple(range(len(batch)))
     d_alpha, d_th, d_bias = (jnp.sum(a.reshape(batch + (n,)), axis=bred) for a in (a_alpha, a_th, a_bias))
@@ -304,6 +391,129 @@ def bitshift_lif_forward(cur, f_mem, f_syn, threshold, bias, i0, v0, cap, lo, hi
         numbers below 2^24).
     """
     return _forward_call(_BITSHIFT_TARGET, 4, cur, (f_mem, f_syn, threshold, bias), i0, v0, [cap, lo, hi])
+
+
+def pair_available() -> bool:
+    """True when the Linear -> LIF pair kernels (:func:`pair_forward`, :func:`pair_backward`) may run: the
+    training kernels are :func:`available` and their build is the C one (numba has no pair kernels; the
+    pair then runs as the Linear's XLA product and the LIF's kernel).
+
+    Example:
+        >>> from pondlib.nn import native
+        >>> native.pair_available() == (native.engine() == "c")
+        True
+    """
+    return available() and _state.get("engine") == "c"
+
+
+def _pair_layout(batch_major: bool) -> dict:
+    """``x`` (T, B, n_in) stored batch-major (XLA layout {1, 0, 2}) when asked: a (B, T, n_in) input
+    swapped to time-major is then handed over without a copy."""
+    return {"input_layouts": [(1, 0, 2)] + [None] * 9} if batch_major else {}
+
+
+def pair_forward(x, weight, c, alpha, beta, threshold, bias, i0, v0, cap, batch_major: bool = False):
+    r"""The forward loop of ``Linear(n_in -> N k)`` followed by a non-recurrent LIF layer on CPU, the
+    Linear's current computed inside the loop from the non-zero inputs of each step and sample
+    (:math:`a_{t,b,m} = \sum_{i: x_{t,b,i} \ne 0} x_{t,b,i} W_{i,m} + c_m`, the terms added in ascending
+    ``i`` by fused multiply-adds from +0; ``pondlib/nn/csrc/lif.c``): no (T, B, N k) stack of currents
+    is written.
+
+    Args:
+        x: (T, B, n_in) float32; ``weight`` (n_in, N k); ``c`` (N k,) or None; ``alpha``, ``threshold``,
+            ``bias`` (N,); ``beta`` (N, k); ``i0`` (B, N k), ``v0`` (B, N); ``cap`` a number.
+        batch_major: ask XLA for ``x`` stored batch-major (:func:`_pair_layout`).
+
+    Returns:
+        ``(pre (T, B, N), q (T, B, N k), spikes (T, B, N), i_final (B, N k), v_final (B, N))``.
+    """
+    _ensure_registered()
+    n, k = beta.shape
+    steps, rows = x.shape[0], x.shape[1]
+    out = (_f32((steps, rows, n)), _f32((steps, rows, n * k)), _f32((steps, rows, n)))
+    out += (_f32((rows, n * k)), _f32((rows, n)))
+    call = jax.ffi.ffi_call(_PAIR_FWD_TARGET, out, vmap_method="sequential", **_pair_layout(batch_major))
+    cfg = jnp.asarray([cap, float(batch_major), float(c is not None)], jnp.float32)
+    c = jnp.zeros((1,), jnp.float32) if c is None else c
+    return call(x, weight, c, alpha, beta.reshape(-1), threshold, bias, i0, v0, cfg)
+
+
+def pair_backward(x, weight, c, pre, q, g, alpha, beta, threshold, v0, cap, surrogate, out, batch_major, factor=None):
+    r"""The adjoint of :func:`pair_forward` whose only cotangent is the spikes' ``g`` (T, B, N): the LIF's
+    recursion (:func:`lif_backward`) and, step by step from the same non-zero inputs, the Linear's
+    gradients :math:`\partial W = \sum_{t,b} x_{t,b}^\top \bar a_{t,b}`, :math:`\partial c = \sum_{t,b}
+    \bar a_{t,b}`.
+
+    Args:
+        out: ``"dx"``: also :math:`\bar x_{t,b} = \bar a_{t,b} W^\top` (T, B, n_in); ``"da"``: also
+            :math:`\bar a` (T, B, N k) (the factor of the input's cotangent a previous pair reads);
+            ``"none"``.
+        factor: ``(G (T, B, K), W_next (N, K))``: the spike cotangent is :math:`G W_{next}^\top`, formed
+            row by row in the kernel (``g`` is then not read and may be None).
+
+    Returns:
+        ``(d_alpha (N,), d_beta (N, k), d_threshold (N,), d_bias (N,), d_weight (n_in, N k), d_c (N k,),
+        dx (T, B, n_in) or da (T, B, N k) or None, d_i0 (B, N k), d_v0 (B, N))``.
+    """
+    _ensure_registered()
+    n, k = beta.shape
+    steps, rows, n_in = x.shape
+    scale = math.pi * surrogate.scale if surrogate.kind == "arctan" else surrogate.scale
+    mode = {"none": 0, "dx": 1, "da": 2}[out]
+    o_shape = ((1, 1, 1), (steps, rows, n_in), (steps, rows, n * k))[mode]
+    shapes = ((n,), (n * k,), (n,), (n,), (n_in, n * k), (n * k,), o_shape, (rows, n * k), (rows, n))
+    layout = {"input_layouts": [(1, 0, 2)] + [None] * 12} if batch_major else {}
+    call = jax.ffi.ffi_call(_PAIR_BWD_TARGET, tuple(_f32(s) for s in shapes), vmap_method="sequential", **layout)
+    flags = [
+        cap,
+        scale,
+        _KINDS[surrogate.kind],
+        mode,
+        float(batch_major),
+        float(c is not None),
+        float(factor is not None),
+    ]
+    dummy = jnp.zeros((1, 1, 1), jnp.float32)
+    gf, wn = (dummy, dummy[0]) if factor is None else factor
+    g = dummy if g is None else g.astype(jnp.float32)
+    c = jnp.zeros((1,), jnp.float32) if c is None else c
+    args = (x, weight, c, pre, q, g, alpha, beta.reshape(-1), threshold, v0, jnp.asarray(flags, jnp.float32), gf, wn)
+    d_alpha, d_beta, d_th, d_bias, d_w, d_c, o, d_i0, d_v0 = call(*args)
+    return d_alpha, d_beta.reshape(n, k), d_th, d_bias, d_w, d_c, (None if mode == 0 else o), d_i0, d_v0
+
+
+def train_chain_forward(x, prm, ops, state0, cfg, n_last: int, sn: int, sq: int, batch_major: bool, keep: bool):
+    """The forward pass of a chain of Linear -> LIF pairs in training (``pondlib/nn/csrc/lif.c``: one loop
+    per sample, every pair of a step before the next step, a pair's spikes the next pair's input row,
+    never stored; :mod:`pondlib.nn.train_chain` builds the arguments and has the equations).
+
+    Args:
+        x: (T, B, n0) float32 (stored batch-major when ``batch_major``); ``prm`` (P,) every parameter flat;
+            ``ops`` (pairs, 8) int32 their layout; ``state0`` (B, S) every LIF's ``(isyn, vmem)`` side by
+            side; ``cfg`` float32 ``[batch_major, want_dx, (scale, kind) per pair]``.
+        n_last, sn, sq: the last LIF's width, and the sums of N and N k over the pairs.
+
+    Returns:
+        ``(y (T, B, n_last) the last LIF's spikes, pre (T, B, sn), q (T, B, sq), state (B, S))``.
+    """
+    _ensure_registered()
+    steps, rows = x.shape[0], x.shape[1]
+    out = (_f32((steps, rows, n_last)), _f32((steps, rows, sn)), _f32((steps, rows, sq)), _f32(state0.shape))
+    layout = {"input_layouts": [(1, 0, 2)] + [None] * 4} if batch_major else {}
+    call = jax.ffi.ffi_call(_TRAIN_FWD_TARGET, out, vmap_method="sequential", **layout)
+    return call(x, prm, ops, state0, cfg)
+
+
+def train_chain_backward(x, prm, ops, pre, q, g, state0, cfg, batch_major: bool, want_dx: bool):
+    """The gradients of :func:`train_chain_forward` whose only cotangent is the last LIF's spikes' ``g``
+    (T, B, n_last): ``(d_prm (P,) in the layout of prm, d_state0 (B, S), dx (T, B, n0) or None)``."""
+    _ensure_registered()
+    steps, rows, n0 = x.shape
+    out = (_f32(prm.shape), _f32(state0.shape), _f32((steps, rows, n0) if want_dx else (1, 1, 1)))
+    layout = {"input_layouts": [(1, 0, 2)] + [None] * 7} if batch_major else {}
+    call = jax.ffi.ffi_call(_TRAIN_BWD_TARGET, out, vmap_method="sequential", **layout)
+    d_prm, d_state0, dx = call(x, prm, ops, pre, q, g.astype(jnp.float32), state0, cfg)
+    return d_prm, d_state0, (dx if want_dx else None)
 
 
 #: Modes of :func:`chain_forward`: the row products' loop chosen per row from the measured density,

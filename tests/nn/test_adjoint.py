@@ -17,7 +17,7 @@ import optax
 import pytest
 
 from pondlib import nn
-from pondlib.nn import adjoint
+from pondlib.nn import adjoint, native
 from pondlib.nn.base import scan_steps
 from pondlib.nn.lif import LIFParameters, LIFState, lif_step
 from tests.strategies import assert_trees_close
@@ -158,7 +158,12 @@ def _reference_net(net, x):
     return jnp.swapaxes(h, 0, 1)
 
 
-def test_network_gradients_float32():
+def test_network_gradients_float32(monkeypatch):
+    # the adjoint against autodiff of plain scans, with the Linear products XLA's own: the pair and chain
+    # kernels (pondlib.nn.train_pair, train_chain) sum each current in another order, and this network's
+    # spike counts are in the thousands (P - s theta cancels), so an ulp of P moves d_alpha by ~1e-3;
+    # tests/nn/test_lif_c.py checks those kernels' gradients on networks of ordinary counts
+    monkeypatch.setattr(native, "pair_available", lambda: False)
     k = jax.random.split(jax.random.PRNGKey(0), 6)
     net = nn.Sequential(
         nn.Linear(12, 32, key=k[0], bias=True),

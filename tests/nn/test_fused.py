@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from pondlib import nn
 from pondlib.errors import PondError
 from pondlib.nn.fused import chain_scan, chunk_steps, fusible, inference_path
+from tests.strategies import assert_trees_close
 
 
 def _net(rec: bool = False, k: int = 1, fuse: bool = True):
@@ -73,8 +74,9 @@ def test_gradients_equal_layerwise(rec):
     leaves_f, leaves_r = jax.tree_util.tree_leaves(g_fused), jax.tree_util.tree_leaves(g_ref)
     assert len(leaves_f) == len(leaves_r) > 0
     assert any(float(jnp.abs(g).max()) > 0 for g in leaves_f)
-    for a, b in zip(leaves_f, leaves_r):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+    # the training kernels sum each current over the non-zero inputs in ascending order, XLA's product
+    # in its own blocked order: equal to float32 rounding of those sums
+    assert_trees_close(g_ref, g_fused, rtol=2e-5)
 
 
 def test_chain_scan_matches_layers_with_state():
@@ -145,8 +147,7 @@ def test_gradients_through_records_equal_layerwise():
     g_ref = jax.jit(jax.grad(loss, argnums=(0, 1)))(_net(True, 2, fuse=False), x)
     leaves_f, leaves_r = jax.tree_util.tree_leaves(g_fused), jax.tree_util.tree_leaves(g_ref)
     assert len(leaves_f) == len(leaves_r) > 0 and any(float(jnp.abs(g).max()) > 0 for g in leaves_f)
-    for a, b in zip(leaves_f, leaves_r):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+    assert_trees_close(g_ref, g_fused, rtol=2e-5)  # summation order only (see above)
 
 
 def test_chain_scan_records():

@@ -137,13 +137,14 @@ def test_backward_without_input_gradient():
     assert_trees_close(ref, got, rtol=2e-5)
 
 
-def _net(key=0):
+def _net(key=0, fuse=True):
     k1, k2 = jax.random.split(jax.random.PRNGKey(key))
     return nn.Sequential(
         nn.Linear(6, 32, key=k1),
         nn.LIF(32, tau_mem=0.02, tau_syn=0.01, dt=1e-3),
         nn.Linear(32, 4, key=k2),
         nn.LIF(4, tau_mem=0.02, tau_syn=0.01, dt=1e-3),
+        fuse=fuse,
     )
 
 
@@ -152,11 +153,17 @@ def _loss(net, x):
     return jnp.sum(out.sum(1) * jnp.arange(1.0, 5.0))
 
 
-def test_training_gradients_come_from_the_kernels_and_agree(xla_only):
-    net, x = _net(), (jax.random.uniform(jax.random.PRNGKey(1), (5, 60, 6)) < 0.3) * 1.0
+@pytest.mark.parametrize("fuse", [False, True])
+def test_training_gradients_come_from_the_kernels_and_agree(xla_only, fuse):
+    """Layer by layer (``fuse=False``) the LIF kernels run; fused, the C build trains the chain of pairs
+    as one loop (pondlib.nn.train_chain), the numba build runs the LIF kernels."""
+    net, x = _net(fuse=fuse), (jax.random.uniform(jax.random.PRNGKey(1), (5, 60, 6)) < 0.3) * 1.0
     grad = jax.jit(jax.grad(_loss))
     hlo = grad.lower(net, x).as_text()
-    assert "pondlib_lif_forward" in hlo and "pondlib_lif_backward" in hlo
+    if fuse and native.engine() == "c":
+        assert "pondlib_lif_chain_backward" in hlo
+    else:
+        assert "pondlib_lif_forward" in hlo and "pondlib_lif_backward" in hlo
     ref_hlo = xla_only(lambda: jax.jit(jax.grad(lambda n, x: _loss(n, x))).lower(net, x).as_text())
     assert "pondlib_lif" not in ref_hlo
     got = grad(net, x)
