@@ -54,7 +54,7 @@ from pathlib import Path
 from pondlib.errors import CodegenError
 from pondlib.validate import check_c_name, check_readable_file, check_type
 
-__all__ = ["ABI", "FLAGS", "cache_dir", "compiler", "load", "unavailable_reason"]
+__all__ = ["ABI", "FLAGS", "cache_dir", "compiler", "load", "prebuild", "unavailable_reason"]
 
 #: Bumped when the calling convention between Python and the libraries changes.
 ABI = 1
@@ -62,7 +62,8 @@ ABI = 1
 #: Compiler flags of every library (``-fopenmp`` added where the compiler has it).
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-std=c11")
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # guards _locks; each library's own lock guards its build and load
+_locks: dict[str, threading.Lock] = {}
 _loaded: dict[str, ctypes.CDLL] = {}
 _why: dict[str, str] = {}
 
@@ -161,6 +162,8 @@ def load(
     src = check_readable_file(source, "kernel source", error=CodegenError, suffix=".c")
     check_type(include_dirs, "include_dirs", (tuple, list), where="native.load", error=CodegenError)
     with _lock:
+        own = _locks.setdefault(name, threading.Lock())
+    with own:  # libraries of other names build at the same time (prebuild)
         if name in _loaded:
             return _loaded[name]
         cc = compiler()
@@ -190,3 +193,34 @@ def load(
         _loaded[name] = lib
         _why.pop(name, None)
         return lib
+
+
+def prebuild(libraries: list[tuple[str, str | Path, tuple]]) -> list[threading.Thread]:
+    """Start building ``libraries`` (``(name, source, include_dirs)`` each) side by side, one thread and
+    one compiler process each, and return the threads: a later :func:`load` of one of them waits for its
+    build instead of starting another. Nothing starts where no compiler is configured; a library already
+    loaded in this process is skipped. Arguments are checked as :func:`load` checks them, in the
+    threads (a failure there is what :func:`load` then reports).
+
+    Example:
+        >>> from pondlib.cprogram import native
+        >>> native.prebuild([])
+        []
+    """
+    if compiler() is None:
+        return []
+    threads = []
+    for name, source, include_dirs in libraries:
+        if name in _loaded:
+            continue
+        thread = threading.Thread(target=_quiet_load, args=(name, source, include_dirs), name=f"pond-build-{name}")
+        thread.start()
+        threads.append(thread)
+    return threads
+
+
+def _quiet_load(name: str, source: str | Path, include_dirs: tuple) -> None:
+    try:
+        load(name, source, include_dirs=include_dirs)
+    except CodegenError as exc:  # reported again by the load that needs the library
+        _why[name] = str(exc)

@@ -185,6 +185,7 @@ def _lif_pointers() -> tuple[Any, tuple, str]:
     forward and, for the C build, the two pair kernels), what must stay alive with them, and the engine."""
     proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
     csrc = Path(__file__).resolve().parent / "csrc"
+    _prebuild()
     lib = cnative.load("pond_lif", csrc / "lif.c", include_dirs=(jax.ffi.include_dir(),))
     chain = (
         None
@@ -571,11 +572,25 @@ def _has_ffi() -> bool:
     )
 
 
+def _prebuild() -> None:
+    """On the first need of any of them, start building all three kernel libraries of this package side
+    by side (:func:`pondlib.cprogram.native.prebuild`): a new installation then waits for the slowest
+    build, not for their sum."""
+    if "prebuilt" in _state:
+        return
+    _state["prebuilt"] = True
+    csrc = Path(__file__).resolve().parent / "csrc"
+    include = (jax.ffi.include_dir(),)
+    names = (("pond_chain", "chain.c"), ("pond_lif", "lif.c"), ("pond_lif_chain", "lif_chain.c"))
+    cnative.prebuild([(name, csrc / source, include) for name, source in names])
+
+
 def _chain_pointer() -> tuple[Any, str]:
     """The chain kernel's FFI handler as a ctypes function pointer and the engine it comes from: the C
     build when a compiler is there, else numba's."""
     proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
     source = Path(__file__).resolve().parent / "csrc" / "chain.c"
+    _prebuild()
     lib = cnative.load("pond_chain", source, include_dirs=(jax.ffi.include_dir(),))
     if lib is not None:
         return proto(ctypes.cast(lib.pond_chain_handler, ctypes.c_void_p).value), "c"
