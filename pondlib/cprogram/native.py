@@ -115,9 +115,9 @@ def _version(cc: str) -> str:
 def _key(cc: str, source: Path, includes: tuple[Path, ...]) -> str:
     digest = hashlib.sha256()
     digest.update(source.read_bytes())
-    for folder in (source.parent, *includes):
-        for header in sorted(folder.glob("*.h")):
-            digest.update(header.name.encode() + header.read_bytes())
+    for folder in (source.parent, *includes):  # every header below them (XLA's FFI header sits deep)
+        for header in sorted(folder.rglob("*.h")):
+            digest.update(str(header.relative_to(folder)).encode() + header.read_bytes())
     for part in (" ".join(FLAGS), _version(cc), _cpu(), f"abi{ABI}", cc):
         digest.update(part.encode())
     return digest.hexdigest()
@@ -154,7 +154,8 @@ def load(
 
     Args:
         name: the library's name (a lower-case C identifier), used in the cached file's name.
-        source: the C file; the ``*.h`` files beside it and in ``include_dirs`` are part of the key.
+        source: the C file; the ``*.h`` files in its folder and in ``include_dirs`` (and below them) are
+            part of the key.
         include_dirs: extra folders for ``#include`` (for example XLA's FFI headers).
         folder: where to keep the library (default :func:`cache_dir`).
     """
