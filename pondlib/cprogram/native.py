@@ -221,7 +221,9 @@ def prebuild(libraries: list[tuple[str, str | Path, tuple]]) -> list[threading.T
 
 
 def _quiet_load(name: str, source: str | Path, include_dirs: tuple) -> None:
+    """A background build: whatever goes wrong is kept for :func:`unavailable_reason`, never raised in
+    the thread (the :func:`load` that needs the library builds or reports it again)."""
     try:
         load(name, source, include_dirs=include_dirs)
-    except CodegenError as exc:  # reported again by the load that needs the library
-        _why[name] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - a thread has no caller to raise to
+        _why[name] = f"{type(exc).__name__}: {exc}"
