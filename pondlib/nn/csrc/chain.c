@@ -481,8 +481,10 @@ int pond_chain_run(const float *x, const float *prm, const int32_t *ops32, const
     c.y_b = batch_major ? steps * n_last : n_last;
     const int64_t tiles = (batch + TILE - 1) / TILE;
     int failed = 0;
+    POND_FP_CAPTURE
 #pragma omp parallel reduction(| : failed)
     {
+        POND_FP_ENTER
         workspace ws;
         if (!alloc_workspace(&c, &ws)) {
             failed = 1;
@@ -492,6 +494,7 @@ int pond_chain_run(const float *x, const float *prm, const int32_t *ops32, const
                 run_tile(&c, x, state0, y, state, tile * TILE, &ws);
         }
         free_workspace(&ws);
+        POND_FP_LEAVE
     }
     return failed ? -1 : 0;
 }

@@ -93,8 +93,10 @@ int pond_lif_forward(const float *x, const float *alpha, const float *beta, cons
     const int64_t mk = m * k;
     memcpy(i_f, i0, (size_t)(rows * mk) * sizeof(float));
     memcpy(v_f, v0, (size_t)(rows * m) * sizeof(float));
+    POND_FP_CAPTURE
 #pragma omp parallel if (rows > 1 && steps * rows * mk > 32768)
     {
+        POND_FP_ENTER
         int64_t r0, r1;
         row_block(rows, &r0, &r1);
         for (int64_t t = 0; t < steps; ++t)
@@ -103,6 +105,7 @@ int pond_lif_forward(const float *x, const float *alpha, const float *beta, cons
                 forward_row(x + at * mk, alpha, beta, th, bias, cap, pre + at * m, q + at * mk, spikes + at * m,
                             i_f + r * mk, v_f + r * m, m, k);
             }
+        POND_FP_LEAVE
     }
     return 0;
 }
@@ -119,8 +122,10 @@ int pond_bitshift_forward(const float *cur, const float *f_mem, const float *f_s
         return -1;
     memcpy(i_f, i0, (size_t)(rows * mk) * sizeof(float));
     memcpy(v, v0, (size_t)(rows * m) * sizeof(float));
+    POND_FP_CAPTURE
 #pragma omp parallel if (rows > 1 && steps * rows * mk > 32768)
     {
+        POND_FP_ENTER
         int64_t r0, r1;
         row_block(rows, &r0, &r1);
         for (int64_t t = 0; t < steps; ++t)
@@ -129,6 +134,7 @@ int pond_bitshift_forward(const float *cur, const float *f_mem, const float *f_s
                 bitshift_row(cur + at * mk, f_mem, f_syn, th, bias, cap, lo, hi, pre + at * m, q + at * mk,
                              spikes + at * m, i_f + r * mk, v + r * m, m, k);
             }
+        POND_FP_LEAVE
     }
     free(v);
     return 0;
@@ -150,8 +156,10 @@ int pond_lif_backward(const float *pre, const float *q, const float *g, const fl
         return -1;
     float *lam_p = work, *s_alpha = lam_p + rows * m, *s_bias = s_alpha + rows * m, *s_th = s_bias + rows * m;
     float *lam_q = s_th + rows * m, *acc_beta = lam_q + rows * mk;
+    POND_FP_CAPTURE
 #pragma omp parallel if (rows > 1 && steps * rows * mk > 32768)
     {
+        POND_FP_ENTER
         int64_t r0, r1;
         row_block(rows, &r0, &r1);
         for (int64_t t = steps - 1; t >= 0; --t)
@@ -161,6 +169,7 @@ int pond_lif_backward(const float *pre, const float *q, const float *g, const fl
                                   lam_p + r * m, lam_q + r * mk, s_alpha + r * m, s_bias + r * m, s_th + r * m,
                                   acc_beta + r * mk, m, k);
             }
+        POND_FP_LEAVE
     }
     memset(a_alpha, 0, (size_t)m * sizeof(float));
     memset(a_bias, 0, (size_t)m * sizeof(float));
@@ -206,8 +215,10 @@ int pond_pair_forward(const pair_dims *d, const float *alpha, const float *beta,
     memcpy(i_f, i0, (size_t)(rows * mk) * sizeof(float));
     memcpy(v_f, v0, (size_t)(rows * m) * sizeof(float));
     int failed = 0;
+    POND_FP_CAPTURE
 #pragma omp parallel reduction(| : failed) if (rows > 1)
     {
+        POND_FP_ENTER
         float *a = malloc((size_t)(mk + 1) * sizeof(float));
         int32_t *ev = malloc((size_t)(d->n_in + 17) * sizeof(int32_t));
         if (a == NULL || ev == NULL) {
@@ -225,6 +236,7 @@ int pond_pair_forward(const pair_dims *d, const float *alpha, const float *beta,
         }
         free(a);
         free(ev);
+        POND_FP_LEAVE
     }
     return failed ? -1 : 0;
 }
@@ -259,8 +271,10 @@ int pond_pair_backward(const pair_dims *d, const float *pre, const float *q, con
             for (int64_t o = 0; o < mk; ++o)
                 wt[o * n_in + i] = d->w[i * mk + o];
     int failed = 0;
+    POND_FP_CAPTURE
 #pragma omp parallel reduction(| : failed) if (rows > 1)
     {
+        POND_FP_ENTER
         float *da = malloc((size_t)(mk + 1) * sizeof(float));
         float *gr = malloc((size_t)(m + 1) * sizeof(float));
         int32_t *ev = malloc((size_t)(n_in + 17) * sizeof(int32_t));
@@ -299,6 +313,7 @@ int pond_pair_backward(const pair_dims *d, const float *pre, const float *q, con
         free(da);
         free(gr);
         free(ev);
+        POND_FP_LEAVE
     }
     if (failed) {
         free(work);

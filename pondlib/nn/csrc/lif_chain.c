@@ -83,8 +83,10 @@ int pond_chain_train_forward(const train_chain *c, const float *state0, float *p
     memcpy(state, state0, (size_t)(c->rows * c->size) * sizeof(float));
     const int keep = pre != NULL && q != NULL;
     int failed = 0;
+    POND_FP_CAPTURE
 #pragma omp parallel reduction(| : failed) if (c->rows > 1)
     {
+        POND_FP_ENTER
         float *a = malloc((size_t)(3 * c->width + 1) * sizeof(float));
         int32_t *ev = malloc((size_t)(c->width + 17) * sizeof(int32_t));
         float *scratch = keep ? NULL : malloc((size_t)(c->sn + c->sq + 1) * sizeof(float));
@@ -103,6 +105,7 @@ int pond_chain_train_forward(const train_chain *c, const float *state0, float *p
         free(a);
         free(ev);
         free(scratch);
+        POND_FP_LEAVE
     }
     return failed ? -1 : 0;
 }
@@ -189,8 +192,10 @@ int pond_chain_train_backward(const train_chain *c, const float *pre, const floa
                 wt[cp->off_w + o * cp->n_in + i] = c->prm[cp->off_w + i * mk + o];
     }
     int failed = 0;
+    POND_FP_CAPTURE
 #pragma omp parallel reduction(| : failed) if (R > 1)
     {
+        POND_FP_ENTER
         float *buf = malloc((size_t)(5 * c->width + 1) * sizeof(float));
         int32_t *ev = malloc((size_t)(c->width + 17) * sizeof(int32_t));
         float *scratch = keep ? NULL : malloc((size_t)(c->steps * (sn + sq) + c->size + 1) * sizeof(float));
@@ -217,6 +222,7 @@ int pond_chain_train_backward(const train_chain *c, const float *pre, const floa
         free(buf);
         free(ev);
         free(scratch);
+        POND_FP_LEAVE
     }
     if (failed) {
         free(work);

@@ -14,6 +14,23 @@
 
 #include "xla/ffi/api/c_api.h"
 
+/* Every thread of a parallel region runs in the calling thread's floating-point mode (whether
+ * denormals are flushed to zero: XLA's threads flush them). OpenMP's threads keep the mode of the
+ * thread that first started them, so without this a kernel's subnormal results would depend on the
+ * pool's history. POND_FP_CAPTURE before the region, POND_FP_ENTER first and POND_FP_LEAVE last in it. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define POND_FP_CAPTURE const unsigned pond_fp_caller = _mm_getcsr();
+#define POND_FP_ENTER                                                                                    \
+    const unsigned pond_fp_own = _mm_getcsr();                                                           \
+    _mm_setcsr(pond_fp_caller);
+#define POND_FP_LEAVE _mm_setcsr(pond_fp_own);
+#else
+#define POND_FP_CAPTURE
+#define POND_FP_ENTER
+#define POND_FP_LEAVE
+#endif
+
 /* 1 when the frame is XLA's metadata request (answered: this header's API version, no traits). */
 static inline int pond_ffi_metadata(XLA_FFI_CallFrame *frame)
 {
