@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lif_rows.h" /* spike_count and gather, shared with the training kernels */
 #include "pond_ffi.h"
 
 #ifdef _OPENMP
@@ -84,24 +85,6 @@ static inline int64_t append_events(int32_t *ev, int64_t nnz, unsigned mask, int
     return nnz + __builtin_popcount(mask);
 }
 #endif
-
-/* indices of the non-zero entries of h[0..n), ascending; returns their number */
-static int64_t gather(const float *h, int64_t n, int32_t *idx)
-{
-    int64_t nnz = 0, i = 0;
-#ifdef POND_AVX2
-    const __m256 zero = _mm256_setzero_ps();
-    for (; i + 8 <= n; i += 8) {
-        unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(h + i), zero, _CMP_NEQ_UQ));
-        nnz = append_events(idx, nnz, mask, i);
-    }
-#endif
-    for (; i < n; ++i) {
-        idx[nnz] = (int32_t)i;
-        nnz += h[i] != 0.0f;
-    }
-    return nnz;
-}
 
 /* out[o] = sum over p of fma(h[ev[p]], w[ev[p], o], .) from +0, p ascending (rows of w n_out long);
  * blocks of 64 outputs stay in registers while the events stream past */
@@ -254,13 +237,6 @@ static void product(const chain_args *c, const float *const *h, int32_t *const *
     }
 }
 
-static inline float spike_count(float p, float th, float cap)
-{
-    float f = floorf(p / th);
-    float s = f > 0.0f ? f : 0.0f;
-    s = s < cap ? s : cap;
-    return p >= th ? s : 0.0f;
-}
 
 /* one LIF step of one sample with one synapse per neuron; returns the number of non-zero counts,
  * their indices in ev */

@@ -158,7 +158,7 @@ static inline void backward_row(const float *restrict pt, const float *restrict 
 
 /* the same with the surrogate kind a constant (each loop then holds no branch on it); one copy, out of line
  * (inlined at each caller it would multiply the build time) */
-static __attribute__((noinline)) void backward_row_kind(const float *restrict pt, const float *restrict qt, const float *restrict gt,
+static __attribute__((noinline, unused)) void backward_row_kind(const float *restrict pt, const float *restrict qt, const float *restrict gt,
                                      float *restrict dxt, const float *restrict alpha, const float *restrict beta,
                                      const float *restrict th, surrogate_cfg sc, float *restrict lam_p,
                                      float *restrict lam_q, float *restrict a_alpha, float *restrict a_bias,
