@@ -118,6 +118,28 @@ def test_narrow_storage_and_flash_rule():
     assert {b.name: b.ctype for b in emit(shifted, layout="sparse").memory.buffers}["w_in0_w"] == "int16_t"
 
 
+def test_wide_fan_out_keeps_int16_event_weights(tmp_path):
+    """Above 256 targets the post indices are uint16_t, and the weights of the event list int16_t even where every
+    delivered weight fits int8_t (one index addresses both arrays: fewer instructions per entry)."""
+    from pondlib.devices.xylo.config import XyloConfig
+
+    rng = np.random.default_rng(3)
+    n_hid = 300
+    w_in = rng.integers(-100, 100, (2, n_hid, 1)) * (rng.random((2, n_hid, 1)) < 0.05)
+    cfg = XyloConfig(
+        weights_in=w_in, weights_rec=np.zeros((n_hid, n_hid, 1), np.int64), weights_out=np.ones((n_hid, 1), np.int64),
+        weight_shift_in=0, dash_mem=[2] * n_hid, dash_syn=[2] * n_hid, dash_syn_2=[0] * n_hid, dash_mem_out=[1],
+        dash_syn_out=[1], threshold=[100] * n_hid, bias=[0] * n_hid, threshold_out=[40], bias_out=[0],
+        aliases=[-1] * n_hid,
+    )  # fmt: skip
+    kinds = {b.name: b.ctype for b in emit(cfg, layout="sparse").memory.buffers}
+    assert kinds["w_in0_post"] == "uint16_t" and kinds["w_in0_w"] == "int16_t"
+    d_bytes, s_bytes = _storage_bytes(delivered_weights(w_in[:, :, 0], 0))
+    nnz = int(np.count_nonzero(w_in))
+    assert s_bytes == 3 * 1 + nnz * (2 + 2)  # uint8_t offsets, uint16_t indices, int16_t weights
+    _check(cfg, _raster(rng, 2), tmp_path, "sparse")  # and bit for bit XyloSim's
+
+
 def test_alias_copies_pass_through_a_quiet_neuron(tmp_path):
     """Neuron 0 spikes, neuron 1 (all states zero) only relays its copies to neuron 2: 1 is not skipped."""
     from pondlib.devices.xylo.config import XyloConfig
