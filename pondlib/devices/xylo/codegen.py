@@ -50,7 +50,7 @@ C layout:
   no alias copies, positive threshold, zero bias: it stays all zero), so that a quiet network costs little
   (option ``skip_quiet``; by default where one source reaches fewer than a quarter of the hidden neurons).
   Measured (``benchmarks/codegen_events.py``, 16 steps from reset): on the W1 workload 1.3x (Cortex-M4F) /
-  1.2x (RV32) fewer instructions per step at 1 % input density, 1-2 % more at 5 % to 50 %, where most
+  1.2x (RV32) fewer instructions per step at 1 % input density, 3-5 % more at 5 % to 50 %, where most
   neurons are active (the test costs a few instructions each).
 * arithmetic: ``int32_t``; every intermediate is bounded by 31 * 32768 + 65535 < 2**31 (checked at
   generation time); the flooring shift of a negative value is done portably as
@@ -276,7 +276,7 @@ class _Network:
         # Skip quiescent hidden neurons where one event reaches few of them: the mean fraction of the hidden
         # neurons that one input or recurrent source with a synapse reaches (any synapse) is below 1/4.
         # Measured (16 steps from reset): on W1 (mean reach 6 %) the skip gives 1.3x (M4F) / 1.2x (RV32) fewer
-        # instructions per step at 1 % input density and costs 1-2 % from 5 % up; on the digits network pruned
+        # instructions per step at 1 % input density and costs 3-5 % from 5 % up; on the digits network pruned
         # to 40 % (reach 40 %: off) 1.3x at 1 % but 5-8 % more from 5 % up; on the digits network (reach 100 %,
         # never quiet: off) 3-9 % more at every density.
         reach = np.concatenate([np.any(np.asarray(w) != 0, axis=2).mean(axis=1) for w in (w_in, w_rec)])
