@@ -1,8 +1,10 @@
 """Benchmark: pondlib's float32 C against SNN-MLIR's, side by side, on every shared NIR file both accept.
 
 For each file of ``tests/data/nir`` that snn-mlir's front end accepts (``snn-mlir check``) and pondlib emits
-(``pondlib.codegen.generate(..., numerics="float32")``), both programs are built from the same NIR file and
-measured the same way:
+(``pondlib.codegen.generate(..., numerics="float32", record=False)``: the firmware form, which keeps no state
+for the harness's recording only -- SNN-MLIR's C records nothing either; the default ``record=True`` program,
+which also keeps every neuron's spikes as a state, is sized beside it in a second table), both programs are
+built from the same NIR file and measured the same way:
 
 * **host ns per step**: the step function timed over ``--steps`` steps of one sample (``clock_gettime``
   around the loop), both compiled by the same compiler with the same flags (``cc -O2`` and the host flags of
@@ -36,13 +38,17 @@ struct (SNN-MLIR's ``main.c`` keeps them as locals of ``main``: the same bytes);
 Give the snn-mlir executable with ``--snn-mlir PATH`` (install it in a separate venv: ``python3 -m venv
 /tmp/snnmlir && /tmp/snnmlir/bin/pip install snn-mlir``); without it the table has pondlib's column only.
 
+The Linear study (``--no-linear`` skips it) measures the rule of ``pondlib.codegen.float32._linear_events``:
+the Cortex-M4F instructions per step of a ``Linear(n_in, n_out)`` alone, event-driven and dense, at the densities of
+``--densities``.
+
 ``--densities`` also measures pondlib's Cortex-M4F instructions per step at several input densities, on
 the NIR networks and on the digits network (``Linear(16, 128) -> LIF -> Linear(128, 10) -> LIF``); with
 ``--baseline DIR`` (a pondlib source tree, e.g. ``git archive HEAD~1 pondlib | tar -x -C DIR``) the same
 numbers of that tree's C are measured in a subprocess and shown beside them (before / after).
 
 Run: ``python benchmarks/codegen_snn_mlir.py --snn-mlir /tmp/snnmlir/bin/snn-mlir [--steps 2000]
-[--repeats 7] [--isa-steps 20] [--densities 0.05,0.2,0.5] [--baseline DIR]``. Prints the table and writes
+[--repeats 7] [--isa-steps 20] [--densities 0.05,0.2,0.5] [--baseline DIR] [--no-linear]``. Prints the table and writes
 ``benchmarks/results/codegen_snn_mlir.{json,txt}``.
 """
 
@@ -502,7 +508,7 @@ def side_by_side(path: Path, executable: str | None, args, work: Path) -> dict:
     from pondlib.codegen import generate
 
     net = load_network(path)
-    programs = {"pondlib": generate(net, "float32", name="net")}
+    programs = {"pondlib": generate(net, "float32", name="net", record=False)}
     if executable is not None:
         programs["snn_mlir"] = snn_mlir_program(executable, path, work / "snn_mlir")
     x = spikes((args.steps, programs["pondlib"].io.n_in), args.density, seed=1)
@@ -526,6 +532,9 @@ def side_by_side(path: Path, executable: str | None, args, work: Path) -> dict:
             "outputs": int(ref.size),
             "m4_equals_host": bool(np.array_equal(y_m4, outputs[tool][: args.isa_steps])),
         }
+    rec = cortex_m4(generate(net, "float32", name="net"), x[: args.isa_steps], work / "pondlib_record_m4")
+    rec.pop("y")
+    row["pondlib_record"] = rec  # the default program (record=True), sized for the second table
     if "snn_mlir" in row:
         p, s = row["pondlib"], row["snn_mlir"]
         row["ratios"] = {
@@ -562,6 +571,33 @@ def density_study(densities: list[float], isa_steps: int, work: Path) -> dict:
         for d in densities:
             _, _, ips = run_cross(build, spikes((isa_steps, prog.io.n_in), d, seed=2))
             out[label][str(d)] = ips
+    return out
+
+
+def linear_study(densities: list[float], isa_steps: int, work: Path) -> dict:
+    """Cortex-M4F instructions per step of ``Linear(n_in, n_out)`` alone (random weights, no bias), its event-driven
+    loop against its dense loop, at each input density: the measurement behind ``_linear_events``."""
+    from pondlib import nn
+    from pondlib.codegen import float32, generate
+    from pondlib.codegen.cross import build_cross, run_cross
+
+    rng = np.random.default_rng(0)
+    out: dict = {}
+    saved = float32.EVENT_MIN_OUT
+    try:
+        for n_in in (1, 2, 4, 16):
+            for n_out in (1, 2, 3, 4, 8):
+                lin = nn.Linear(n_in, n_out, weight=rng.normal(size=(n_in, n_out)).astype(np.float32))
+                cell = out.setdefault(f"{n_in} -> {n_out}", {})
+                for form, threshold in (("events", 1), ("dense", 2**31)):
+                    float32.EVENT_MIN_OUT = threshold
+                    prog = generate(lin, "float32", name="net")
+                    build = build_cross(prog, "cortex-m4", work / f"l{n_in}_{n_out}_{form}", extra_flags=GC_FLAGS)
+                    for d in densities:
+                        _, _, ips = run_cross(build, spikes((isa_steps, n_in), d, seed=2))
+                        cell.setdefault(form, {})[str(d)] = ips
+    finally:
+        float32.EVENT_MIN_OUT = saved
     return out
 
 
@@ -603,6 +639,37 @@ def _table(console, rows: list[dict]) -> None:
     console.print(t)
 
 
+def _record_table(console, rows: list[dict]) -> None:
+    from rich.table import Table
+
+    t = Table(title="pondlib's default float32 C (record=True: every neuron's spikes kept as a state) beside the "
+              "record=False program above, Cortex-M4F")  # fmt: skip
+    for col in ("file", "M4F instr", "flash B", "RAM B (static+stack)"):
+        t.add_column(col, justify="left" if col == "file" else "right")
+    for r in rows:
+        d, p = r["pondlib_record"], r["pondlib"]
+        t.add_row(
+            r["file"].removeprefix("tests/data/nir/"),
+            f"{d['instructions_per_step']:,.0f} ({p['instructions_per_step']:,.0f})",
+            f"{d['flash_bytes']:,} ({p['flash_bytes']:,})",
+            f"{d['static_ram_bytes']:,}+{d['stack_bytes']} ({p['static_ram_bytes']:,}+{p['stack_bytes']})",
+        )  # fmt: skip
+    console.print(t)
+
+
+def _linear_table(console, study: dict) -> None:
+    from rich.table import Table
+
+    t = Table(title="Linear(n_in, n_out) alone, Cortex-M4F instructions per step: event-driven / dense loop")
+    densities = list(next(iter(study.values()))["events"])
+    t.add_column("n_in -> n_out")
+    for d in densities:
+        t.add_column(f"density {d}", justify="right")
+    for label, cell in study.items():
+        t.add_row(label, *(f"{cell['events'][d]:,.1f} / {cell['dense'][d]:,.1f}" for d in densities))
+    console.print(t)
+
+
 def _density_table(console, after: dict, before: dict | None) -> None:
     from rich.table import Table
 
@@ -633,6 +700,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--densities", default="0.05,0.2,0.5", help="input densities of the instruction study")
     ap.add_argument("--baseline", default=None, metavar="DIR", help="a pondlib source tree to compare with")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "codegen_snn_mlir.json"))
+    ap.add_argument("--no-linear", dest="linear", action="store_false", help="skip the Linear event/dense study")
     ap.add_argument("--density-study-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     densities = [float(d) for d in args.densities.split(",")]
@@ -664,10 +732,15 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"{path.relative_to(NIR)} ...")
             rows.append(side_by_side(path, exe if ok else None, args, Path(tmp) / f"n{i}"))
         study = density_study(densities, args.isa_steps, Path(tmp) / "density")
+        linear = linear_study(densities, args.isa_steps, Path(tmp) / "linear") if args.linear else None
     before = baseline_study(Path(args.baseline), densities, args.isa_steps) if args.baseline else None
     _table(console, rows)
     for name, why in refused.items():
         console.print(f"not compared (snn-mlir refuses it): {name}: {why}")
+    if rows:
+        _record_table(console, rows)
+    if linear:
+        _linear_table(console, linear)
     _density_table(console, study, before)
     payload = {
         "benchmark": "codegen_snn_mlir",
@@ -678,6 +751,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "refused_by_snn_mlir": refused,
         "density_study": {"after": study, "before": before},
+        "linear_study": linear,
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,8 +26,10 @@ module                             C, per step (all float32, evaluated left to r
                                    output of the previous step (its spike or membrane state when the
                                    readers run before it, else a copy, the state ``<node>/prev``)
 ``Linear``                         ``y[j] = ((0 + x[0] W[0,j]) + x[1] W[1,j]) + ...`` then ``+ b[j]``
-                                   (event-driven: each input tested once, a non-zero one adds its
-                                   row to every output; zero inputs skipped: the sum is the same)
+                                   (event-driven from two outputs on: each input tested once, a
+                                   non-zero one adds its row to every output; zero inputs skipped:
+                                   the sum is the same; an all-zero bias is not added: ``s + 0 = s``
+                                   for a sum that starts at +0)
 ``LIF`` (k synapses, ``w_rec``,    ``a[c] = x[c] + sum_m s[m] W_rec[m,c]`` (m ascending over last
 caps)                              step's non-zero spikes, gathered once); ``I[c] = (I[c] + a[c]) beta[c]``;
                                    ``P = (V alpha + (I[n,0] + ... + I[n,k-1])) + bias``;
@@ -35,7 +37,7 @@ caps)                              step's non-zero spikes, gathered once); ``I[c
 ``NIRLIF``, ``CubaLIF``, ``LI``,   ``I = a_syn I + g_syn x``; ``v = (a_mem V + g_mem d) + c_mem``
 ``CubaLI``, ``IF``,                (``d = I`` with a synapse, else ``x``); ``z = v > thr``; reset
 ``Integrator``                     ``subtract``: ``v - z thr``, ``zero``: ``v (1 - z)``, ``v_reset``:
-                                   ``v (1 - z) + z v_reset``
+                                   ``v (1 - z) + z v_reset`` (written out for z = 1 and z = 0)
 ``Threshold``                      ``y = x > thr``
 ``Scale``                          ``y = x * s``
 ``Flatten``                        nothing (the flat layout is already the flattened one)
@@ -59,12 +61,36 @@ non-zero ones only (the weights stored input-major: ``W`` as ``[n_in][n_out]``, 
 ``[c_in/groups][kh][kw][c_out]``); each output still adds its terms in ascending input order starting from 0,
 so every value is the dense loop's bit for bit (``tests/codegen/test_float32_memory.py`` compares them with
 that loop written out). Where the input holds only 0 and 1 (the spikes of a NIR neuron, of a ``LIF`` with cap
-1, of a ``Threshold``) the term is the weight itself (``1 W = W`` exactly).
+1, of a ``Threshold``) the term is the weight itself (``1 W = W`` exactly). A ``Linear`` with one output uses
+the dense loop (every input's term added; a zero input's term is +-0 and leaves the sum as it is): there the
+zero test costs about what it saves. The rule (:data:`EVENT_MIN_OUT`) comes from the Cortex-M4F instructions
+per step of a ``Linear`` alone, event-driven / dense, at input densities 0.05 / 0.2 / 0.5
+(``benchmarks/codegen_snn_mlir.py``, its Linear table): one output, 1 -> 1: 23 / 19 at every density;
+4 -> 1: 51.5 / 53, 54.8 / 53, 60 / 53; 16 -> 1: 150.5 / 149, 163.8 / 149, 189.2 / 149 (dense at most 3 %
+dearer, at 0.05, and up to 21 % cheaper). Two outputs and more, 1 -> 2: 23 / 28, 25.5 / 28, 28.5 / 28;
+16 -> 2: 174.7 / 235, 203.8 / 235, 259.9 / 235; 16 -> 8: 236 / 696, 348 / 696, 562 / 696 (events up to
+2.9x cheaper; at most 11 % dearer, at density 0.5).
 
 Memory. Spike counts are stored in one byte (``uint8_t``; ``uint16_t`` for a ``LIF`` cap above 255, float
 above 65535); a fan-in sum whose first scratch input is read by nothing else is written in place; every
 loop but the innermost multiply-add ones is marked ``POND_ROLLED`` (``#pragma GCC unroll 1`` for GCC >= 8
-and clang: the code stays one copy per loop in flash; no value changes).
+and clang: the code stays one copy per loop in flash; no value changes). Temporaries of at most
+:data:`LOCAL_MAX` values (a one-neuron layer's input or spikes) are locals of the step function, which the
+compiler keeps in registers, not arena memory; the arena has no scratch part when nothing else is scratch,
+and its reset is a loop of byte stores (``compact_arena`` of :func:`pondlib.cprogram.program.build_program`:
+a freestanding image links no ``memset``). With ``record=False`` (:func:`emit`) a neuron's spikes are a state
+only where a later step reads them (a recurrent ``LIF``, an edge cut in a cycle); the outputs are the same.
+For the single-LIF NIR file (``lif/lif_norse.nir``, ``record=False``) the Cortex-M4F image takes 204 B of
+flash and 12 + 16 B of RAM (static + stack) against SNN-MLIR's 246 B and 12 + 16 B
+(``benchmarks/results/codegen_snn_mlir.txt``).
+
+Reset and membrane of the NIR neurons, exact rewrites (``tests/codegen/test_float32_small.py`` checks them
+bit for bit against the formulas above in numpy float32, with -0, overflow to infinity and NaN): the reset
+is written once for z = 1 and once for z = 0 (``1 - z`` and products by 1 are exact); where ``c_mem`` is +0,
+``(a V + g d) + 0`` is computed as ``a V + (g d + 0)`` (equal in round-to-nearest: adding +0 only turns -0
+into +0), which keeps one add off the step-to-step chain through ``V``, and the sum is then never -0, so the
+kept membrane of a ``v_reset`` neuron is ``v`` itself; where every threshold is >= 0 and ``v_reset`` is +-0,
+a firing ``v`` is > 0 and ``v 0 + v_reset`` is ``v 0``.
 
 State buffers (recorded by the harness) are named after pondlib's record keys through
 :func:`buffer_name`: ``"1_LIF/vmem"`` (membrane after reset), ``"1_LIF/isyn"`` (N*k, neuron-major),
@@ -112,8 +138,9 @@ from pondlib.nn.layers import AvgPool2d, Conv1d, Conv2d, Delay, Flatten, Scale, 
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
 from pondlib.nn.neurons import IF, LI, NIRLIF, CubaLI, CubaLIF, Integrator, Threshold
+from pondlib.validate import check_bool
 
-__all__ = ["SUPPORTED", "emit", "buffer_name"]
+__all__ = ["SUPPORTED", "LOCAL_MAX", "EVENT_MIN_OUT", "emit", "buffer_name"]
 
 #: The module types :func:`emit` writes as C.
 SUPPORTED = (
@@ -137,6 +164,11 @@ SUPPORTED = (
     "SumPool2d",
     "AvgPool2d",
 )
+
+
+#: Temporaries of at most this many values are locals of the step function, not arena memory: the compiler
+#: keeps them in registers (the loops over them have one iteration and vanish).
+LOCAL_MAX = 1
 
 
 def buffer_name(key: str) -> str:
@@ -177,7 +209,9 @@ class _Ctx:
     ``ctypes`` holds the C type of every buffer a module reads (spike counts are narrow integers where the cap
     allows); ``binary`` the buffers that hold only 0 and 1 (a product by them is the weight itself)."""
 
-    def __init__(self) -> None:
+    def __init__(self, record: bool = True) -> None:
+        self.record = record
+        self.keep: set[str] = set()  # record-key prefixes whose output a later step reads (a cut edge)
         self.constants: list[Constant] = []
         self.states: list[Buffer] = []
         self.scratch: dict[str, list[Any]] = {}  # name -> [count, first, last, ctype]
@@ -206,6 +240,13 @@ class _Ctx:
         name = self._fresh(f"k_{base}_")
         self.constants.append(Constant(name, "float", _f32(values)))
         return name
+
+    def output(self, key: str, count: int, ctype: str, binary: bool, needed: bool = False) -> str:
+        """A neuron's spike output ``key``: a state buffer when recorded (``record=True``) or read at a later
+        step (``needed``, or a cut edge reads it), else a scratch buffer of this step."""
+        if self.record or needed or key.rsplit("/", 1)[0] + "/" in self.keep:
+            return self.state(key, count, ctype, binary)
+        return self.tmp(count, ctype, binary)
 
     def state(self, key: str, count: int, ctype: str = "float", binary: bool = False) -> str:
         name = buffer_name(key)
@@ -256,18 +297,38 @@ def _unsupported(module: Any, where: str) -> CodegenError:
     )
 
 
+#: The event-driven ``Linear`` from this many outputs on (fewer: the dense loop). See :func:`_linear_events`.
+EVENT_MIN_OUT = 2
+
+
+def _linear_events(n_in: int, n_out: int) -> bool:
+    """Whether ``Linear(n_in, n_out)`` tests each input for zero (event-driven) rather than adding every row.
+
+    The test of one input costs about as many Cortex-M4F instructions as the row of a one-output layer that
+    it saves (measured: ``benchmarks/codegen_snn_mlir.py``), so below :data:`EVENT_MIN_OUT` outputs the dense
+    loop is used; both give the same values bit for bit.
+
+    Example:
+        >>> _linear_events(1, 1), _linear_events(64, 1), _linear_events(1, 38)
+        (False, False, True)
+    """
+    return n_out >= EVENT_MIN_OUT
+
+
 # -- modules -------------------------------------------------------------------------------------
 def _linear(m: Linear, ctx: _Ctx, src: str, title: str) -> str:
     n_in, n_out = m.n_in, m.n_out
     w = ctx.array("w", np.asarray(m.weight, np.float32))  # (n_in, n_out): each input's row contiguous
     out = ctx.tmp(n_out)
     ctx.use(src)
-    bias = "" if m.bias is None else ctx.param("b", m.bias)("j")
-    binary = src in ctx.binary
+    # an all-zero bias adds nothing (the sum is never -0: x + 0 = x), so it is left out
+    bias = "" if m.bias is None or not np.any(_f32(m.bias)) else ctx.param("b", m.bias)("j")
+    events = _linear_events(n_in, n_out)
+    binary = src in ctx.binary and events  # the dense form multiplies every input, 0 and 1 included
     load = "" if binary else f"const float xi = {ctx.value(src, 'i')};"
     code = _kernel(
         "linear.c", src=src, out=out, w=w, n_in=n_in, n_out=n_out, has_bias=bool(bias), bias=bias, load=load,
-        term="wi[j]" if binary else "xi * wi[j]",
+        term="wi[j]" if binary else "xi * wi[j]", events=events,
     )  # fmt: skip
     ctx.block(f"{title}: Linear {n_in} -> {n_out}", code)
     return out
@@ -281,7 +342,7 @@ def _lif(m: LIF, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
     isyn = ctx.state(prefix + "isyn", n * k)
     vmem = ctx.state(prefix + "vmem", n)
     spk_t = _spike_ctype(p.max_spikes)
-    spk = ctx.state(prefix + "spikes", n, spk_t, binary=p.max_spikes == 1)
+    spk = ctx.output(prefix + "spikes", n, spk_t, p.max_spikes == 1, needed=p.w_rec is not None)
     ctx.use(src)
     # (N*k, N): each channel's row of the recurrent weights contiguous
     wrec = "" if p.w_rec is None else ctx.array("wrec", np.asarray(p.w_rec, np.float32).T)
@@ -323,15 +384,17 @@ def _nir_neuron(m: Any, ctx: _Ctx, src: str, prefix: str, title: str) -> str:
     values["vmem"] = ctx.state(prefix + "vmem_reset", n)
     for key, base, arr in (("a_mem", "amem", p.a_mem), ("g_mem", "gmem", p.g_mem), ("c_mem", "cmem", p.c_mem)):
         values[key] = ctx.param(base, arr)("n")
+    values["c_mem_zero"] = values["c_mem"] == "0.0f"  # every c_mem +0 (bits 0): the literal of param()
     values["spiking"] = p.threshold is not None
     out = values["vmem"]
     if p.threshold is not None:
-        out = values["spikes"] = ctx.state(prefix + "spikes", n, "uint8_t", binary=True)
+        out = values["spikes"] = ctx.output(prefix + "spikes", n, "uint8_t", True)
         values["thr"] = ctx.param("thr", p.threshold)("n")
         values.update(reset_subtract=p.reset == "subtract", reset_zero=p.reset == "zero")
         values["reset_to_value"] = not (values["reset_subtract"] or values["reset_zero"])
         if values["reset_to_value"]:
             values["v_reset"] = ctx.param("vreset", p.v_reset)("n")
+            values["fire_zero"] = bool(np.all(_f32(p.threshold) >= 0) and not np.any(_f32(p.v_reset)))
     reset = "" if p.threshold is None else f" reset={p.reset}"
     ctx.block(f"{title}: {type(m).__name__} N={n}{reset}", _kernel("nir_neuron.c", **values))
     return out
@@ -499,6 +562,7 @@ def _previous_outputs(m: GraphNetwork, ctx: _Ctx, prefix: str) -> tuple[dict[str
         readers = [node for node, srcs in zip(m.order, m.sources) if (a, True) in [tuple(s) for s in srcs]]
         kept = _state_output(m.modules[a], f"{prefix}{a}/")
         if kept is not None and all(pos[r] <= pos[a] for r in readers):
+            ctx.keep.add(f"{prefix}{a}/")
             prev[a] = kept[0]
             ctx.ctypes[kept[0]] = kept[1]
             if kept[2]:
@@ -560,41 +624,52 @@ def _module(m: Any, ctx: _Ctx, src: str, prefix: str) -> str:
     raise _unsupported(m, prefix.rstrip("/"))
 
 
-def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
+def emit(model: Any, *, name: str = "net", record: bool = True, **options: Any) -> Program:
     """The float32 C program of a ``pondlib.nn`` network (see the module docstring).
 
     Args:
         model: a module of :data:`SUPPORTED` (nested freely).
         name: the C prefix of every symbol and the file stem.
+        record: keep every neuron's spikes as a recorded state buffer (the harness writes them after each
+            step). ``False`` (a firmware image): spikes are state only where a later step reads them (a
+            recurrent ``LIF``, an edge cut in a cycle), else values of the step; membranes, currents and
+            delay lines stay recorded. The outputs are the same bit for bit.
 
     Raises:
         CodegenError: an unsupported module (naming its type and listing :data:`SUPPORTED`), a bad ``name``,
-            an unknown option, or a model that is not a pondlib.nn module.
+            a ``record`` that is not a bool, an unknown option, or a model that is not a pondlib.nn module.
     """
     if options:
-        raise CodegenError("float32 option", value=sorted(options), limit="none", fix="drop the option")
+        raise CodegenError("float32 option", value=sorted(options), limit="the one option record=True/False",
+                           fix="drop the option")  # fmt: skip
+    record = check_bool(record, "record", where="float32 C", error=CodegenError)
     name = c_identifier(name, "program name")
     if not hasattr(model, "size_in") or not hasattr(model, "size_out"):
         raise _unsupported(model, "model")
-    ctx = _Ctx()
+    ctx = _Ctx(record)
     out = _module(model, ctx, "x", "")
     n_in, n_out = int(model.size_in), int(model.size_out)
     ctx.use(out)
     ctx.block("network output", _kernel("copy.c", n=n_out, dst="y", src=out))
-    buffers = ctx.states + [Buffer(b, t, c, "scratch", (f, last)) for b, (c, f, last, t) in ctx.scratch.items()]
+    # one-value temporaries are locals of the step (registers once compiled), the others share the arena
+    local = {b: t for b, (c, _, _, t) in ctx.scratch.items() if c <= LOCAL_MAX}
+    buffers = ctx.states + [
+        Buffer(b, t, c, "scratch", (f, last)) for b, (c, f, last, t) in ctx.scratch.items() if b not in local
+    ]
+    decls = "".join(_kernel("local.c", ctype=t, name=b, count=ctx.scratch[b][0]) + "\n" for b, t in local.items())
     notes = (
         "float32 numerics: IEEE single precision, each operation rounded separately (-ffp-contract=off), "
         "in the order of pondlib's float model (see pondlib.codegen.float32).",
         "Dot products (Linear, recurrent weights) add inputs in ascending order; XLA may group them "
         "differently, so values can differ from pondlib by a few float32 roundings.",
         "Decays and gains are pondlib's own float32 values, embedded as exact hex constants: no libm.",
-    )
+    ) + (() if record else ("record=False: a neuron's spikes are a state only where a later step reads them.",))
     return build_program(
         name,
         "float32",
         constants=ctx.constants,
         buffers=buffers,
-        step_body="\n".join(ctx.lines),
+        step_body=decls + "\n".join(ctx.lines),
         helpers=_kernel("rolled.c"),
         n_in=n_in,
         in_ctype="float",
@@ -603,4 +678,5 @@ def emit(model: Any, *, name: str = "net", **options: Any) -> Program:
         notes=notes,
         description=f"The float model of a pondlib {type(model).__name__} ({n_in} inputs, {n_out} outputs) "
         "as plain C11 in IEEE float32.",
+        compact_arena=True,
     )

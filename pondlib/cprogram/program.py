@@ -66,7 +66,7 @@ import numpy as np
 
 from pondlib.cprogram.templating import render
 from pondlib.errors import CodegenError
-from pondlib.validate import check_c_name, check_writable_file
+from pondlib.validate import check_bool, check_c_name, check_writable_file
 
 __all__ = [
     "CTYPES",
@@ -466,18 +466,31 @@ def _state_reset(buf: Buffer) -> str:
     return render(_PACKAGE, "reset_table.c", buf=buf.name, count=buf.count, ctype=buf.ctype, values=values)
 
 
-def _resets(states: Sequence[Buffer]) -> str:
-    """The reset of one arena: each state buffer to its ``init``, the scratch to 0; one ``memset`` of the whole
-    arena when every state starts at 0 (less code)."""
+def _has_scratch(buffers: Sequence[Buffer], compact: bool) -> bool:
+    """Whether the arena struct has its scratch union: always, but for a compact arena of state buffers only."""
+    return not (compact and any(b.kind == "state" for b in buffers) and all(b.kind == "state" for b in buffers))
+
+
+def _resets(states: Sequence[Buffer], compact: bool = False, scratch: bool = True) -> str:
+    """The reset of one arena: each state buffer to its ``init``, the scratch (when the arena has one) to 0; one
+    ``memset`` of the whole arena when every state starts at 0 (less code), or with ``compact`` a loop of byte
+    stores over it (no call: an image whose C never calls ``memset`` links none)."""
     if all(np.asarray(b.init).size == 1 and np.asarray(b.init).reshape(-1)[0] == 0 for b in states):
+        if compact:
+            return render(_PACKAGE, "reset_bytes.c")
         return "memset(a, 0, sizeof *a); /* every state buffer and the scratch arena to 0 */"
-    return "\n".join([_state_reset(b) for b in states] + ["memset(&a->scratch, 0, sizeof a->scratch);"])
+    clear = ["memset(&a->scratch, 0, sizeof a->scratch);"] if scratch else []
+    return "\n".join([_state_reset(b) for b in states] + clear)
 
 
-def _header(name: str, numerics: str, io: IOSpec, buffers: Sequence[Buffer], plan: ArenaPlan) -> str:
-    """``<name>.h``: sizes, I/O types, the arena struct (state members, the scratch union) and the API."""
+def _header(
+    name: str, numerics: str, io: IOSpec, buffers: Sequence[Buffer], plan: ArenaPlan, compact: bool = False
+) -> str:
+    """``<name>.h``: sizes, I/O types, the arena struct (state members, the scratch union) and the API; with
+    ``compact`` and no scratch buffer, no scratch union at all (``<NAME>_SCRATCH_BYTES`` is then 0)."""
     states = [b for b in buffers if b.kind == "state"]
-    arena_bytes = max(plan.size, ALIGN)
+    has_scratch = _has_scratch(buffers, compact)
+    arena_bytes = max(plan.size, ALIGN) if has_scratch else 0
     # one union member per element type of the scratch buffers, each spanning the whole arena
     members = sorted({CTYPES[b.ctype][2]: b.ctype for b in buffers if b.kind == "scratch"}.items()) or [
         ("i8", "int8_t")
@@ -495,6 +508,7 @@ def _header(name: str, numerics: str, io: IOSpec, buffers: Sequence[Buffer], pla
         in_ctype=io.in_ctype,
         out_ctype=io.out_ctype,
         state_members="\n".join(f"{b.ctype} {b.name}[{b.count}];" for b in states) or "int32_t unused_state;",
+        has_scratch=has_scratch,
         scratch_members="\n".join(f"{ct} {m}[{arena_bytes // CTYPES[ct][1]}];" for m, ct in members),
         n_state_rows=max(1, len(states)),
     )
@@ -518,6 +532,7 @@ def _source(
     buffers: Sequence[Buffer],
     plan: ArenaPlan,
     code: Mapping[str, str],
+    compact: bool = False,
 ) -> str:
     """``<name>.c``: the constants, the recorded-state table, ``code``'s helpers, reset and step."""
     states = [b for b in buffers if b.kind == "state"]
@@ -537,7 +552,7 @@ def _source(
         n_state_rows=max(1, len(states)),
         state_rows="\n".join(rows) or '{"", 0, 0, 0},',
         helpers=code["helpers"].strip(),
-        state_resets=_resets(states),
+        state_resets=_resets(states, compact, _has_scratch(buffers, compact)),
         reset_body=code["reset_body"].strip(),
         views="\n".join(_view(b, plan) for b in used),
         unused="\n".join(f"(void){b.name};" for b in used),
@@ -579,6 +594,7 @@ def build_program(
     notes: Sequence[str] = (),
     description: str = "",
     cores: int = 0,
+    compact_arena: bool = False,
 ) -> Program:
     """Assemble the sources of a program (see the module docstring for the layout and the API).
 
@@ -594,8 +610,12 @@ def build_program(
         notes: lines for the README and :attr:`Program.notes`.
         description: one paragraph for the README.
         cores: 0, or the default core count of a cluster program (:attr:`Program.cores`).
+        compact_arena: a small image: the arena has no scratch union when no buffer is scratch (else 8 bytes
+            at least), and the reset of an all-zero arena is a loop of byte stores, not a ``memset`` call (a
+            freestanding image then links no ``memset``). The values computed are the same.
     """
     name = _check_names(name, constants, buffers, (in_ctype, out_ctype))
+    compact_arena = check_bool(compact_arena, "compact_arena", where=name, error=CodegenError)
     states = [b for b in buffers if b.kind == "state"]
     plan = plan_arena(buffers)
     io = IOSpec(n_in, in_ctype, n_out, out_ctype, tuple(StateView(b.name, b.ctype, b.count) for b in states))
@@ -606,8 +626,8 @@ def build_program(
                            limit=f"<= {MAX_PROGRAM_BYTES} B in all (static data beyond 2 GiB does not link)",
                            where=name, fix="use a smaller model")  # fmt: skip
     sources = {
-        f"{name}.h": _header(name, numerics, io, buffers, plan),
-        f"{name}.c": _source(name, numerics, constants, buffers, plan, code),
+        f"{name}.h": _header(name, numerics, io, buffers, plan, compact_arena),
+        f"{name}.c": _source(name, numerics, constants, buffers, plan, code, compact_arena),
         "main.c": render(_PACKAGE, "main.c", net=name, upper=name.upper()),
         "Makefile": render(_PACKAGE, "Makefile.tmpl", net=name, threads="-pthread" if cores else ""),
         "README.md": _readme(name, numerics, n_in, in_ctype, n_out, out_ctype, states, memory, notes, description),

@@ -246,6 +246,10 @@ def _float32_models():
     ]
     for net in nets:
         generate(net, "float32", name="f")
+    # a single LIF without recorded spikes: a one-output dense Linear, no scratch arena at all (issue 33)
+    lif = neurons.NIRLIF(1, tau=0.01, r=1.0, v_leak=0.0, v_threshold=0.1, v_reset=0.25, dt=1e-3)
+    tiny = nn.Sequential(nn.Linear(1, 1, weight=[[1.0]]), lif)
+    generate(tiny, "float32", name="f", record=False)
 
 
 def _xylo_models():

@@ -5,10 +5,19 @@
 ## $w holds W row-major (n_in, n_out): each input's row is contiguous. $load reads x[i] once (empty where x holds
 ## only 0 and 1); $term: the term input i adds to output j (x[i] W[i,j], or W[i,j] alone for 0/1 inputs: 1 W = W
 ## exactly). $bias: output j's bias (a literal or a constant indexed by j).
+## Dense form (events false, a layer too small for the test to pay): every input's row is added, a zero one's
+## terms being +-0, which leave every sum unchanged (the sum starts at +0 and is never -0; the weights are
+## finite): the same values bit for bit.
+##if events
 /* $src[$n_in] -> $out[$n_out]; weights $w[$n_in][$n_out]; only the non-zero inputs */
+##else
+/* $src[$n_in] -> $out[$n_out]; weights $w[$n_in][$n_out]; every input (a small layer: no zero test) */
+##end
 POND_ROLLED for (int32_t j = 0; j < $n_out; ++j) $out[j] = 0.0f;
 POND_ROLLED for (int32_t i = 0; i < $n_in; ++i) {
+##if events
     if ($src[i] == 0) continue;
+##end
     $load
     const float *wi = &$w[i * $n_out];
     for (int32_t j = 0; j < $n_out; ++j) $out[j] = $out[j] + $term;

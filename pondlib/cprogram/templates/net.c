@@ -39,6 +39,7 @@ void ${net}_step_arena(${net}_arena_t *a, const ${net}_in_t *x, ${net}_out_t *y)
 {
     $views
     $unused
+    (void)a;
     (void)x;
     (void)y;
     $step_body
