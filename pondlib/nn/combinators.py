@@ -25,6 +25,7 @@ from pondlib.errors import GraphError
 from pondlib.graph import AliasConnection, GraphHolder, connect_modules
 from pondlib.nn.base import check_batch_shape, check_module, check_sizes, evolve_time_major
 from pondlib.nn.fused import chain_scan, fusible
+from pondlib.nn.integer_chain import run as integer_chain_run
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
 from pondlib.validate import check_bool
@@ -49,7 +50,11 @@ class Sequential(eqx.Module):
     an ulp or so in a current that can flip a spike exactly at threshold); with ``record=True`` the
     same loop emits the records, so output and records agree. Under ``jax.grad`` the forward and its
     gradients are those of the layer-by-layer path. Default True; ``fuse=False`` runs each module's own
-    ``evolve_tm`` one after the other (the products over all steps at once).
+    ``evolve_tm`` one after the other (the products over all steps at once). With ``fuse``, layers that
+    each describe themselves as an integer ``Linear -> LIF`` pair (a ``chain_pair()`` hook, e.g. a
+    device-aware twin's layers) run without records as one compiled loop per sample on CPU, trained
+    through its own adjoint (:mod:`pondlib.nn.integer_chain`); the same spikes and states as the
+    layer-by-layer path for whole-number inputs.
 
     Raises:
         GraphError: no module, an argument that is not a pondlib.nn module (``Sequential(1, 2)``, a class
@@ -120,6 +125,10 @@ class Sequential(eqx.Module):
                 if r is not None:
                     rec_fused.update({f"{name}/vmem": r[1], f"{name}/isyn": r[2], f"{name}/spikes": r[0]})
             return y, new_state, rec_fused
+        if self.fuse and not record:  # layers that are integer pairs: one compiled loop (pondlib.nn.integer_chain)
+            out = integer_chain_run(self.layers, x, state)
+            if out is not None:
+                return out[0], out[1], {}
         rec_all: dict = {}
         new_states = []
         for name, m, s in zip(_child_names(self.layers), self.layers, state):

@@ -28,6 +28,26 @@ threads.
 When the only cotangent is not the last spikes' (records, final states, a loss on the membranes), or off
 CPU, the backward pass rebuilds each pair's residuals from :math:`P` and :math:`q` (the hidden spikes
 recounted) and runs the pairs' adjoints of :mod:`pondlib.nn.train_pair` instead.
+
+Integer pairs (:mod:`pondlib.nn.integer_chain`). The same kernel runs, per pair, an *integer* LIF: states
+that are whole numbers saturated to ``[lo, hi]``, decays by floored shifts with the factors
+:math:`f = 1 - \alpha`, :math:`f_{syn} = 1 - \beta` (powers of two, exact in float32), exact spike counts,
+
+.. math::
+
+    q_t = \mathrm{sat}(I_{t-1} + a_t), \quad I_t = q_t - \mathrm{decay}(q_t, f_{syn}), \quad
+    P_t = \mathrm{sat}\big(V_{t-1} + \mathrm{sat}(\mathrm{sat}(\textstyle\sum_k I_t -
+    \mathrm{decay}(V_{t-1}, f)) + b)\big),
+
+:math:`\mathrm{decay}(v, f) = \lfloor v f \rfloor` (or :math:`\mathrm{sign}(v)` where that is 0), and
+a pair after the first may read its input one step late (``delay``: :math:`h_{p-1,t-1}` instead of
+:math:`h_{p-1,t}`, the state's last input row at ``t = 0``, kept in the per-sample state). Backwards
+the adjoint is the float one with the same :math:`\alpha`, :math:`\beta` (the straight-through
+estimators of the saturations and floors), the spikes of the previous pair are recounted with the
+forward's rule, and a delayed pair's input cotangent :math:`\bar a_{p,t} W_p^\top` is handed to step
+:math:`t - 1` of the previous pair (two rows per delayed pair carried between steps; the one of step
+:math:`-1` is the last input row's cotangent). The cfg tail per pair is ``(scale, kind, integer, lo, hi,
+delay)``.
 """
 
 from __future__ import annotations
@@ -71,9 +91,11 @@ def eligible(specs: tuple, params: tuple, x: jax.Array, states: tuple) -> bool:
     return True
 
 
-def _layout(specs: tuple, vals: tuple) -> tuple[np.ndarray, list, list, tuple]:
+def _layout(specs: tuple, vals: tuple, modes: tuple | None = None) -> tuple[np.ndarray, list, list, tuple]:
     """The kernel's pair table ``ops`` (pairs, 8) int32, the parameter pieces in offset order, the cfg
-    tail (scale, kind per pair) and the offsets ``(off_w, off_c, off_lif, n_off, q_off)`` per pair."""
+    tail (scale, kind, integer, lo, hi, delay per pair; ``modes`` gives the last four per pair, float
+    pairs without delay by default) and the offsets ``(off_w, off_c, off_lif, n_off, q_off)`` per pair."""
+    modes = modes if modes is not None else ((0.0, 0.0, 0.0, 0.0),) * (len(specs) // 2)
     ops, pieces, tail, offsets = [], [], [], []
     offset, n_off, q_off = 0, 0, 0
     for j in range(0, len(specs), 2):
@@ -97,7 +119,7 @@ def _layout(specs: tuple, vals: tuple) -> tuple[np.ndarray, list, list, tuple]:
         n_off += n
         q_off += n * k
         scale = math.pi * surrogate.scale if surrogate.kind == "arctan" else surrogate.scale
-        tail += [scale, _KINDS[surrogate.kind]]
+        tail += [scale, _KINDS[surrogate.kind], *(float(v) for v in modes[j // 2])]
     return np.asarray(ops, np.int32), pieces, tail, tuple(offsets)
 
 

@@ -78,6 +78,19 @@ Performance notes (measured with ``benchmarks/train_step.py``, row ``pondlib-xyl
   (``tests/devices/xylo/test_aware_adjoint.py`` compares them) and the path elsewhere. The step of
   ``benchmarks/train_step.py`` took 17.4 ms with the XLA loops, 10 ms with the kernels (the plain
   model's: 8.9 ms).
+- A whole twin (a ``Sequential`` of non-recurrent :class:`~pondlib.devices.xylo.aware_lif.XyloLIF` layers in
+  chip units, float32, on CPU, called without records) does not reach this loop: every layer hands
+  :meth:`XyloLIF.chain_pair <pondlib.devices.xylo.aware_lif.XyloLIF.chain_pair>` (its grid ``W_q``,
+  :math:`\alpha = 1 - f_{mem}`, :math:`\beta = 1 - f_{syn}`, threshold, bias, cap, the 16-bit range, its
+  hop delay) to :mod:`pondlib.nn.integer_chain`, and the network runs as one compiled loop per sample in
+  the integer mode of the training chain (:mod:`pondlib.nn.train_chain`): the currents from the non-zero
+  input counts (whole numbers, so the XLA product's values bit for bit), the forward step of this module
+  (spikes and final states bit for bit), no stack of currents or hidden spikes, and backwards the adjoint
+  above with row-wise :math:`\partial W_q` (the STE of :meth:`grid` is left to JAX). The step of
+  ``benchmarks/train_step.py`` (16 -> 256 -> 8, B = 32, T = 200) went from 1.9x the plain network's step to
+  about 1.0-1.1x (``benchmarks/results/train_step_xylo_aware_chain.txt``). This loop stays the path of a
+  single layer, of recurrent layers and of calls with records, and the reference that the chain's tests
+  (``tests/devices/xylo/test_aware_chain.py``) compare with.
 
 Example (one neuron, weight 1 in chip units: the halving of the module docstring of ``xylo_lif``):
     >>> import jax.numpy as jnp

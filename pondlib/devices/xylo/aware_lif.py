@@ -94,6 +94,7 @@ from pondlib.nn.base import (
     evolve_time_major,
     scan_steps,
 )
+from pondlib.nn.integer_chain import IntegerPair
 from pondlib.nn.lif import LIF
 from pondlib.nn.linear import Linear
 from pondlib.nn.ste import clip_ste, round_ste
@@ -454,6 +455,33 @@ class XyloLIF(eqx.Module):
         s = g["scale"]
         return spikes, new_state, {"vmem": vrec / s, "isyn": irec / s[:, None], "spikes": spikes}
 
+    def chain_pair(self) -> IntegerPair | None:
+        r"""This layer as a pair of the integer training chain (:mod:`pondlib.nn.integer_chain`), which
+        :class:`~pondlib.nn.Sequential` runs as one compiled loop per sample when every layer gives one:
+        the grid of :meth:`grid` (STE: JAX differentiates it), :math:`\alpha = 1 - 2^{-d_{mem}}`,
+        :math:`\beta = 1 - 2^{-d_{syn}}` (exact in float32 for ``d <= 24``), the state range, the hop
+        delay and the input clip. None for a recurrent layer or one in float units (``quantize=None``):
+        those run on their own loop."""
+        if self.quantize is None or self.w_rec is not None:
+            return None
+        g = self.grid()
+        lo, hi = -float(1 << (self.state_bits - 1)), float((1 << (self.state_bits - 1)) - 1)
+        alpha, beta = 1.0 - jnp.exp2(-g["dash_mem"]), 1.0 - jnp.exp2(-g["dash_syn"])
+        return IntegerPair(
+            g["weight"],
+            alpha,
+            beta,
+            g["threshold"],
+            g["bias"],
+            self.max_spikes,
+            self.surrogate,
+            lo,
+            hi,
+            self.delay_in,
+            self.input_clip,
+            _pair_evolve,
+        )
+
     def __call__(self, x: Any, state: XyloLIFState | None = None, record: bool = False):
         """``(spikes, state, record)`` for input (T, n_in) or (B, T, n_in)."""
         return evolve_time_major(self, x, state, record)
@@ -493,3 +521,16 @@ class XyloLIF(eqx.Module):
         gn = lif.as_graph(name)
         connect_modules(gl, gn)
         return GraphHolder(list(gl.input_nodes), list(gn.output_nodes), name, self)
+
+
+def _pair_evolve(spec: tuple, weight, alpha, beta, threshold, bias, x: jax.Array, state: tuple) -> tuple:
+    """The integer chain's reference for one layer (:class:`pondlib.nn.integer_chain.IntegerPair`): the
+    input product and :func:`~pondlib.devices.xylo.aware_adjoint.xylo_scan` of :meth:`XyloLIF.evolve_tm`
+    on the clipped, delayed input ``x`` (T, *b, n_in) with ``f = 1 - alpha``, ``f_syn = 1 - beta`` (the
+    layer's own factors, exactly). Returns ``(spikes, (isyn, vmem, spikes))``."""
+    cap, surrogate, lo, hi = spec
+    n_in, nk = weight.shape
+    current = (x.reshape(-1, n_in) @ weight).reshape(x.shape[:-1] + (nk,))
+    cfg = XyloScanConfig(cap, surrogate, True, lo, hi, False)
+    spikes, _, _, final = xylo_scan(cfg, 1.0 - alpha, 1.0 - beta, threshold, bias, None, current, state)
+    return spikes, final
