@@ -31,7 +31,9 @@ one device as usual.
 
 Results of issue 33 (B = 32 and B = 128, pondlib against Spyx): ``benchmarks/results/train_step_b32.json``,
 ``train_step_b128.json`` (and ``.txt``, the printed tables); the Xylo-aware row against its plain network:
-``train_step_xylo_aware.json``.
+``train_step_xylo_aware.json`` (the aware network now trains as one integer chain kernel,
+:mod:`pondlib.nn.integer_chain`; ``train_step_xylo_aware_chain.txt``: three runs before and after that change,
+processes alternating).
 
 ``--busy`` repeats the timing with one spinning process (a ``multiprocessing`` busy loop on the other
 core, started and stopped by the script; ``Busy`` of ``benchmarks/inference.py``) and reports each
@@ -129,8 +131,9 @@ def _pondlib_step(net, n_in: int | None = None, n_out: int | None = None) -> tup
 def build_pondlib_xylo_aware(x, y) -> tuple[Callable, tuple]:
     """pondlib's hardware-aware twin of the same network for Xylo (spike caps, bit-shift decay with
     learned dashes, one-step hop delay, int8 channel fake-quantization, straight-through gradients).
-    Its time loop has its own hand-derived adjoint (:mod:`pondlib.devices.xylo.aware_adjoint`); its cost relative
-    to the plain model is what this row reports."""
+    On CPU with the C kernels the whole network trains as one integer chain kernel
+    (:mod:`pondlib.nn.integer_chain`), elsewhere each layer's time loop with its own hand-derived adjoint
+    (:mod:`pondlib.devices.xylo.aware_adjoint`); its cost relative to the plain model is what this row reports."""
     from pondlib.devices.xylo.aware import xylo_aware
 
     net = _pondlib_net(XYLO_IN, XYLO_OUT)
