@@ -60,6 +60,7 @@ from pondlib.cli.args import (
     variants_help,
     with_flags,
 )
+from pondlib.cli.builds import start_builds
 from pondlib.cli.models import check_model_path, load_network
 from pondlib.cli.render import notes, result_table, stage, table
 from pondlib.devices import registry
@@ -180,6 +181,8 @@ def run(console: Any, args: argparse.Namespace) -> int:
             limit="(T, N_in) or (B, T, N_in)",
             where=str(args.check),
         )
+    if raster is not None:  # --check runs pondlib's simulator: its kernels compile beside the generation
+        start_builds([device] if device is not None else [], networks=device is None)
     with stage(console, "Importing the pipeline"):
         import numpy as np  # noqa: F401  (heavy imports under the spinner)
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from pondlib.cli.args import SEED_MAX, positive_int, seed
+from pondlib.cli.builds import start_builds
 from pondlib.cli.demo_network import DEMO_DEFAULTS, DT, demo_network
 from pondlib.cli.demo_plots import save_plots
 from pondlib.cli.render import RichObserver, render_deployment, result_table, stage, table
@@ -117,6 +118,7 @@ def run(console: Any, args: argparse.Namespace) -> int:
     if args.hidden is not None:
         cfg["hidden"] = args.hidden
     out_dir = _prepare_out(args.out)
+    start_builds(registry.devices(), networks=True)  # compilation beside the imports, data and tracing
 
     from rich.panel import Panel
 

@@ -34,6 +34,7 @@ import argparse
 from typing import Any
 
 from pondlib.cli.args import UsageError, load_array, naming_option, writable_file
+from pondlib.cli.builds import start_builds
 from pondlib.cli.render import render, result_table, stage
 from pondlib.devices import registry
 from pondlib.errors import PondError
@@ -115,6 +116,7 @@ def _save(path: str, payload: dict) -> None:
 def run(console: Any, args: argparse.Namespace) -> int:
     """Simulate ``args.config`` on ``args.input``; print the summary; write ``args.record``; return 0."""
     device = _device(args)
+    start_builds([device], networks=False)  # its simulator's kernel compiles while the files are read
     if args.quantize and not device.quantizes_saved_input:
         takers = [d.display_name for d in registry.devices() if d.quantizes_saved_input]
         raise UsageError(f"pond simulate: --quantize applies to saved deployments of {', '.join(takers)}")

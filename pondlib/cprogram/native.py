@@ -24,6 +24,11 @@ OpenMP (``-fopenmp``) is used when the compiler has it; a kernel must give the s
 number of threads (``OMP_NUM_THREADS`` sets how many; idle threads sleep: ``OMP_WAIT_POLICY=PASSIVE``
 unless set otherwise).
 
+Builds ahead of need: :func:`prebuild` starts libraries building in background threads (a command
+that will train or simulate starts all it needs at its start: ``pondlib.nn.native.prebuild`` and each
+device's ``prebuild``), one at a time while a core is left to the caller (:data:`BACKGROUND_JOBS`), in
+the order given; a :func:`load` waits only for what is left of its own library's build.
+
 The compiler is ``$PONDLIB_CC`` if set (``PONDLIB_CC=none`` turns the C kernels off: callers then use
 their numba or XLA loops), else ``$CC``, else ``cc``, ``gcc`` or ``clang`` on PATH. Without one,
 :func:`load` returns None and says why in :func:`unavailable_reason`: the C kernels are an
@@ -42,6 +47,7 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -52,9 +58,9 @@ import threading
 from pathlib import Path
 
 from pondlib.errors import CodegenError
-from pondlib.validate import check_c_name, check_readable_file, check_type
+from pondlib.validate import check_bool, check_c_name, check_readable_file, check_type
 
-__all__ = ["ABI", "FLAGS", "cache_dir", "compiler", "load", "prebuild", "unavailable_reason"]
+__all__ = ["ABI", "BACKGROUND_JOBS", "FLAGS", "cache_dir", "compiler", "load", "prebuild", "unavailable_reason"]
 
 #: Bumped when the calling convention between Python and the libraries changes.
 ABI = 1
@@ -66,6 +72,14 @@ _lock = threading.Lock()  # guards _locks; each library's own lock guards its bu
 _locks: dict[str, threading.Lock] = {}
 _loaded: dict[str, ctypes.CDLL] = {}
 _why: dict[str, str] = {}
+_queued: set[str] = set()  # names with a background build started and not finished (guarded by _lock)
+#: Builds :func:`prebuild` runs at once ahead of need: one core is left to the caller's own work.
+BACKGROUND_JOBS = max(1, (os.cpu_count() or 2) - 1)
+_slots = threading.Condition()  # guards _running, _waiting and _hurry
+_running = [0]  # builds running: background ones from their turn (or their start) to their end, callers' own
+_local = threading.local()  # .reserved: this thread is a background build holding a reservation
+_waiting: list[str] = []  # background builds waiting for a slot, first come first served
+_hurry: set[str] = set()  # queued names needed now: they start without waiting for a slot
 
 
 def cache_dir() -> Path:
@@ -104,7 +118,9 @@ def _cpu() -> str:
     return "\n".join(sorted(set(keep)))
 
 
+@functools.lru_cache(maxsize=8)
 def _version(cc: str) -> str:
+    """``cc --version`` (once per compiler and process: every :func:`load` needs it for the key)."""
     try:
         out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
@@ -175,10 +191,17 @@ def load(
         root = Path(folder) if folder is not None else cache_dir()
         target = root / f"{name}-{_key(cc, src, includes)[:16]}.so"
         if not target.exists():
+            counted = not getattr(_local, "reserved", False)  # a background build counted itself
+            with _slots:
+                _running[0] += counted
             try:
                 failure = _build(name, cc, src, includes, target)
             except OSError as exc:
                 failure = f"cannot write the cache folder {root}: {exc}"
+            finally:
+                with _slots:
+                    _running[0] -= counted
+                    _slots.notify_all()
             if failure is not None:
                 _why[name] = failure
                 return None
@@ -196,34 +219,95 @@ def load(
         return lib
 
 
-def prebuild(libraries: list[tuple[str, str | Path, tuple]]) -> list[threading.Thread]:
-    """Start building ``libraries`` (``(name, source, include_dirs)`` each) side by side, one thread and
-    one compiler process each, and return the threads: a later :func:`load` of one of them waits for its
-    build instead of starting another. Nothing starts where no compiler is configured; a library already
-    loaded in this process is skipped. Arguments are checked as :func:`load` checks them, in the
-    threads (a failure there is what :func:`load` then reports).
+def prebuild(libraries: list[tuple[str, str | Path, tuple]], *, ahead: bool = True) -> list[threading.Thread]:
+    """Start building ``libraries`` (``(name, source, include_dirs)`` each) in background threads, one
+    compiler process each, and return the started threads. A later :func:`load` of one of them waits for
+    its build instead of starting another.
+
+    ``ahead=True`` (builds started ahead of need, while the caller goes on with its own work): one at a
+    time in the order given (put first what is needed first), each when fewer than
+    :data:`BACKGROUND_JOBS` compilers (the cores less one) run in the process, whoever started them; a
+    :func:`load` of a library still waiting for its turn builds it at once itself. ``ahead=False`` (the
+    caller is about to wait for them): all at once, and libraries queued by an earlier call start
+    without waiting for their turn.
+
+    Nothing starts where no compiler is configured; a library already loaded in this process, or queued
+    by an earlier call, is skipped. Arguments are checked as :func:`load` checks them, in the threads:
+    nothing is raised there; a failure is kept for :func:`unavailable_reason`, and the :func:`load` that
+    needs the library builds or reports it again. A non-boolean ``ahead`` raises
+    :class:`~pondlib.errors.CodegenError`.
 
     Example:
         >>> from pondlib.cprogram import native
         >>> native.prebuild([])
         []
     """
+    ahead = check_bool(ahead, "ahead", where="native.prebuild", error=CodegenError)
     if compiler() is None:
         return []
     threads = []
     for name, source, include_dirs in libraries:
-        if name in _loaded:
+        with _lock:
+            if name in _loaded:
+                continue
+            if name in _queued:
+                if not ahead:  # needed now: let it start without waiting for a slot
+                    with _slots:
+                        _hurry.add(name)
+                        _slots.notify_all()
+                continue
+            _queued.add(name)
+        with _slots:  # in line (ahead), or counted as running from now on (needed now)
+            if ahead:
+                _waiting.append(name)
+            else:
+                _running[0] += 1
+        thread = threading.Thread(
+            target=_quiet_load, args=(name, source, include_dirs, ahead), name=f"pond-build-{name}"
+        )
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had: the load that needs the library builds it
+            _unqueue(name, ahead)
             continue
-        thread = threading.Thread(target=_quiet_load, args=(name, source, include_dirs), name=f"pond-build-{name}")
-        thread.start()
         threads.append(thread)
     return threads
 
 
-def _quiet_load(name: str, source: str | Path, include_dirs: tuple) -> None:
-    """A background build: whatever goes wrong is kept for :func:`unavailable_reason`, never raised in
-    the thread (the :func:`load` that needs the library builds or reports it again)."""
+def _unqueue(name: str, ahead: bool) -> None:
+    """Take back what :func:`prebuild` noted for a build whose thread did not start."""
+    with _slots:
+        if ahead:
+            _waiting.remove(name)
+        else:
+            _running[0] -= 1
+        _slots.notify_all()
+    with _lock:
+        _queued.discard(name)
+
+
+def _quiet_load(name: str, source: str | Path, include_dirs: tuple, ahead: bool) -> None:
+    """A background build: (``ahead``) waits for a compiler slot, then loads (builds) the library; whatever
+    goes wrong is kept for :func:`unavailable_reason`, never raised in the thread (the :func:`load` that
+    needs the library builds or reports it again)."""
+    counted = not ahead  # prebuild counted a build needed now when it started it
     try:
+        if ahead:
+            with _slots:
+                _slots.wait_for(lambda: name in _hurry or (_running[0] < BACKGROUND_JOBS and _waiting[0] == name))
+                _waiting.remove(name)
+                _running[0] += 1  # counted before the next in line looks
+                counted = True
+                _slots.notify_all()  # the next in line may have its turn too
+        _local.reserved = True  # counted already: load does not count this thread's build again
         load(name, source, include_dirs=include_dirs)
     except Exception as exc:  # noqa: BLE001 - a thread has no caller to raise to
         _why[name] = f"{type(exc).__name__}: {exc}"
+    finally:
+        _local.reserved = False
+        with _slots:
+            _running[0] -= counted
+            _hurry.discard(name)
+            _slots.notify_all()
+        with _lock:
+            _queued.discard(name)

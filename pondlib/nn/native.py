@@ -116,6 +116,7 @@ __all__ = [
     "train_chain_backward",
     "CHAIN_MODES",
     "CHAIN_CROSSOVER",
+    "prebuild",
 ]
 
 _FWD_TARGET = "pondlib_lif_forward"
@@ -185,7 +186,7 @@ def _lif_pointers() -> tuple[Any, tuple, str]:
     forward and, for the C build, the two pair kernels), what must stay alive with them, and the engine."""
     proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
     csrc = Path(__file__).resolve().parent / "csrc"
-    _prebuild()
+    _prebuild(("pond_lif", "pond_lif_chain"))
     lib = cnative.load("pond_lif", csrc / "lif.c", include_dirs=(jax.ffi.include_dir(),))
     chain = (
         None
@@ -491,15 +492,23 @@ def train_chain_forward(x, prm, ops, state0, cfg, n_last: int, sn: int, sq: int,
     Args:
         x: (T, B, n0) float32 (stored batch-major when ``batch_major``); ``prm`` (P,) every parameter flat;
             ``ops`` (pairs, 8) int32 their layout; ``state0`` (B, S) every LIF's ``(isyn, vmem)`` side by
-            side; ``cfg`` float32 ``[batch_major, want_dx, (scale, kind) per pair]``.
+            side; ``cfg`` float32 ``[batch_major, want_dx, keep, (scale, kind, integer, lo, hi, delay) per
+            pair]`` (:mod:`pondlib.nn.train_chain`).
         n_last, sn, sq: the last LIF's width, and the sums of N and N k over the pairs.
 
     Returns:
-        ``(y (T, B, n_last) the last LIF's spikes, pre (T, B, sn), q (T, B, sq), state (B, S))``.
+        ``(y (T, B, n_last) the last LIF's spikes, pre (T, B, sn), q (T, B, sq), state (B, S))``; ``pre`` and
+        ``q`` one element each (0) unless ``keep``.
     """
     _ensure_registered()
     steps, rows = x.shape[0], x.shape[1]
-    out = (_f32((steps, rows, n_last)), _f32((steps, rows, sn)), _f32((steps, rows, sq)), _f32(state0.shape))
+    kept = (steps, rows) if keep else (1, 1)
+    out = (
+        _f32((steps, rows, n_last)),
+        _f32(kept + (sn if keep else 1,)),
+        _f32(kept + (sq if keep else 1,)),
+        _f32(state0.shape),
+    )
     layout = {"input_layouts": [(1, 0, 2)] + [None] * 4} if batch_major else {}
     call = jax.ffi.ffi_call(_TRAIN_FWD_TARGET, out, vmap_method="sequential", **layout)
     return call(x, prm, ops, state0, cfg)
@@ -572,17 +581,24 @@ def _has_ffi() -> bool:
     )
 
 
-def _prebuild() -> None:
-    """On the first need of any of them, start building all three kernel libraries of this package side
-    by side (:func:`pondlib.cprogram.native.prebuild`): a new installation then waits for the slowest
-    build, not for their sum."""
-    if "prebuilt" in _state:
-        return
-    _state["prebuilt"] = True
+def _libraries() -> list[tuple[str, Path, tuple]]:
+    """This package's three kernel libraries as :func:`pondlib.cprogram.native.prebuild` takes them, the
+    training kernels first (a command trains before it runs inference)."""
     csrc = Path(__file__).resolve().parent / "csrc"
     include = (jax.ffi.include_dir(),)
-    names = (("pond_chain", "chain.c"), ("pond_lif", "lif.c"), ("pond_lif_chain", "lif_chain.c"))
-    cnative.prebuild([(name, csrc / source, include) for name, source in names])
+    names = (("pond_lif", "lif.c"), ("pond_lif_chain", "lif_chain.c"), ("pond_chain", "chain.c"))
+    return [(name, csrc / source, include) for name, source in names]
+
+
+def _prebuild(needed: tuple[str, ...]) -> None:
+    """On a need of some of them (``needed``: library names), start building those side by side, now
+    (:func:`pondlib.cprogram.native.prebuild` with ``ahead=False``: also where :func:`prebuild` queued
+    them and they still wait for their turn), and the rest of the three ahead of need, after them: a
+    new installation waits for the slowest build it needs, not for their sum, and the others compile
+    while it goes on."""
+    libraries = _libraries()
+    cnative.prebuild([lib for lib in libraries if lib[0] in needed], ahead=False)
+    cnative.prebuild([lib for lib in libraries if lib[0] not in needed])
 
 
 def _chain_pointer() -> tuple[Any, str]:
@@ -590,7 +606,7 @@ def _chain_pointer() -> tuple[Any, str]:
     build when a compiler is there, else numba's."""
     proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
     source = Path(__file__).resolve().parent / "csrc" / "chain.c"
-    _prebuild()
+    _prebuild(("pond_chain",))
     lib = cnative.load("pond_chain", source, include_dirs=(jax.ffi.include_dir(),))
     if lib is not None:
         return proto(ctypes.cast(lib.pond_chain_handler, ctypes.c_void_p).value), "c"
@@ -648,3 +664,22 @@ def chain_forward(x, prm, ops, state0, n_out, mode: str = "auto", crossover: flo
     )
     cfg = jnp.asarray([CHAIN_MODES[mode], crossover], jnp.float32)
     return call(x, prm, jnp.asarray(ops, jnp.int32), state0, cfg)
+
+
+def prebuild() -> list[threading.Thread]:
+    """Start building this package's C kernel libraries in the background, ahead of their first use (a
+    command that will train or run a network calls this first, so that compilation overlaps its imports,
+    data loading and tracing; :func:`pondlib.cprogram.native.prebuild`: at most one compiler per core
+    but one, the training kernels first), and return the started threads. Nothing starts when the
+    kernels are off (``PONDLIB_NATIVE=0``), without a C compiler or XLA FFI, or when they are already
+    built in this process; nothing is raised in the threads (a failed build is what the kernels' first
+    use then reports: the numba or XLA loops run). Does not wait: the first use waits for what it needs.
+
+    Example:
+        >>> from pondlib.nn import native
+        >>> all(t.name.startswith("pond-build-") for t in native.prebuild())
+        True
+    """
+    if os.environ.get("PONDLIB_NATIVE", "1") == "0" or not _has_ffi():
+        return []
+    return cnative.prebuild(_libraries())

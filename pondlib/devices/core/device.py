@@ -20,6 +20,8 @@ network or a graph):
 ``d.configure(spec)``                               ``(config, is_valid, message)`` of a specification
 ``d.run(mapped, x, record=)``                       the bit-precise simulator on ``(B, T, N_in)`` float input:
                                                     ``(output (B, T', N_out), record)``
+``d.prebuild()``                                    start building the simulator's compiled code in the background
+                                                    (the commands call it first; a no-op by default)
 ``d.report(mapped, record)``                        a :class:`DeviceReport`: resources, quantization tables, notes
 ``d.gaps(mapped, context)``                         the float-vs-chip table (:class:`GapContext`)
 ``d.aware(net, **options)``, ``d.export(twin, lim)`` the device-aware twin (trained by ``fit``) and its mapping
@@ -48,6 +50,7 @@ Example:
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -342,6 +345,21 @@ class Device(abc.ABC):
     def runner(self, mapped: Mapped, *, record: bool = True) -> Callable[[Any], tuple[np.ndarray, dict]]:
         """``run(x) -> (output, record)`` for many calls on one mapping (each call from a reset state)."""
         return lambda x: self.run(mapped, x, record=record)
+
+    def prebuild(self) -> list[threading.Thread]:
+        """Start building, in background threads, the compiled code the simulator needs on its first run
+        (a chip whose simulator has a C kernel: :func:`pondlib.cprogram.native.prebuild`), and return the
+        started threads without waiting. A command that will simulate calls it first, so that a new
+        installation's compilation overlaps the command's own work. Never raises and never blocks: a
+        failed build is what the simulator's first run reports, as without it. The default: nothing to
+        build (``[]``).
+
+        Example:
+            >>> from pondlib.devices import registry
+            >>> all(isinstance(t, threading.Thread) for d in registry.devices() for t in d.prebuild())
+            True
+        """
+        return []
 
     @abc.abstractmethod
     def report(self, mapped: Mapped, record: Mapping[str, Any] | None = None) -> DeviceReport:

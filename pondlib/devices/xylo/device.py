@@ -130,6 +130,11 @@ class XyloDevice(Device):
 
         return simulator_runner(XyloSim.from_config(mapped.config), record)
 
+    def prebuild(self) -> list:
+        from pondlib.devices.xylo.sim import prebuild
+
+        return prebuild()
+
     def report(self, mapped: Mapped, record: Mapping[str, Any] | None = None) -> DeviceReport:
         from pondlib.devices.xylo.report import quantization_summary, quantization_table, resource_usage
 

@@ -185,6 +185,16 @@ def _c_library() -> ctypes.CDLL | None:
         return _engines["c"]
 
 
+def prebuild() -> list[threading.Thread]:
+    """Start building the C kernel in a background thread ahead of the simulator's first run (the hook
+    :meth:`pondlib.devices.core.device.Device.prebuild`; :func:`pondlib.cprogram.native.prebuild`): the
+    started thread, or none where the kernel is loaded already or no compiler is configured. Never
+    raises; the first :class:`XyloSim` run waits for the build (or uses numba where it failed)."""
+    if "c" in _engines:
+        return []
+    return native.prebuild([("pond_xylo_sim", _SOURCE, ())])
+
+
 def _default_engine() -> str:
     """``"c"`` where the C kernel builds (the usual case), else ``"numba"``."""
     return "c" if _c_library() is not None else "numba"
