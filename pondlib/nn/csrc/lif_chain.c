@@ -102,6 +102,22 @@ static inline float whole_count(float p, float th, float cap)
     return p >= th ? min_nn(max_nn(floorf(p / th), 0.0f), cap) : 0.0f;
 }
 
+/* the membrane part of the integer step of neuron n from its synaptic sum syn (lif.c's bitshift_membrane
+ * with f = 1 - alpha) */
+static inline void integer_membrane(float syn, const float *restrict alpha, const float *restrict th,
+                                    const float *restrict bias, float cap, float lo, float hi, float *restrict pt,
+                                    float *restrict st, float *restrict v, int64_t n)
+{
+    float vn = v[n];
+    float dv = sat_nn(syn - shift_decay_nn(vn, 1.0f - alpha[n]), lo, hi);
+    dv = sat_nn(dv + bias[n], lo, hi);
+    float p = sat_nn(vn + dv, lo, hi);
+    float s = whole_count(p, th[n], cap);
+    v[n] = p - s * th[n];
+    pt[n] = p;
+    st[n] = s;
+}
+
 /* the integer step of one row (lif.c's bitshift_row with f = 1 - alpha, f_syn = 1 - beta: the same values
  * for whole-number states, zeros' signs included); kept out of line, as there */
 static __attribute__((noinline)) void integer_row(const float *restrict ct, const float *restrict alpha,
@@ -120,14 +136,7 @@ static __attribute__((noinline)) void integer_row(const float *restrict ct, cons
             qt[c] = qq;
             syn = syn + ii;
         }
-        float vn = v[n];
-        float dv = sat_nn(syn - shift_decay_nn(vn, 1.0f - alpha[n]), lo, hi);
-        dv = sat_nn(dv + bias[n], lo, hi);
-        float p = sat_nn(vn + dv, lo, hi);
-        float s = whole_count(p, th[n], cap);
-        v[n] = p - s * th[n];
-        pt[n] = p;
-        st[n] = s;
+        integer_membrane(syn, alpha, th, bias, cap, lo, hi, pt, st, v, n);
     }
 }
 
@@ -143,14 +152,7 @@ static __attribute__((noinline)) void integer_row1(const float *restrict ct, con
         float ii = qq - shift_decay_nn(qq, 1.0f - beta[n]);
         i[n] = ii;
         qt[n] = qq;
-        float vn = v[n];
-        float dv = sat_nn((0.0f + ii) - shift_decay_nn(vn, 1.0f - alpha[n]), lo, hi);
-        dv = sat_nn(dv + bias[n], lo, hi);
-        float p = sat_nn(vn + dv, lo, hi);
-        float s = whole_count(p, th[n], cap);
-        v[n] = p - s * th[n];
-        pt[n] = p;
-        st[n] = s;
+        integer_membrane(0.0f + ii, alpha, th, bias, cap, lo, hi, pt, st, v, n);
     }
 }
 
