@@ -189,9 +189,8 @@ def prebuild() -> list[threading.Thread]:
     """Start building the C kernel in a background thread ahead of the simulator's first run (the hook
     :meth:`pondlib.devices.core.device.Device.prebuild`; :func:`pondlib.cprogram.native.prebuild`): the
     started thread, or none where the kernel is loaded already or no compiler is configured. Never
-    raises; the first :class:`XyloSim` run waits for the build (or uses numba where it failed)."""
-    if "c" in _engines:
-        return []
+    raises; the first :class:`XyloSim` run waits for the build (or uses numba where it failed). A kernel
+    loaded already is skipped by :func:`~pondlib.cprogram.native.prebuild` itself."""
     return native.prebuild([("pond_xylo_sim", _SOURCE, ())])
 
 
