@@ -85,6 +85,34 @@ static inline void row_block(int64_t rows, int64_t *r0, int64_t *r1)
     *r1 = rows * (id + 1) / nth;
 }
 
+/* the backward loops' last pass: the parameter sums (alpha, bias, threshold: M; beta: M k) over the rows in
+ * ascending order, with the late terms of step 0 (as in the XLA loop), and the initial states' cotangents;
+ * work holds per row lam_p, s_alpha, s_bias, s_th (M each), lam_q, acc_beta (M k each), as the loops lay it out */
+static void lif_sums(const float *work, const float *alpha, const float *v0, float *a_alpha, float *a_bias,
+                     float *a_th, float *a_beta, float *d_v0, float *d_i0, int64_t rows, int64_t m, int64_t k)
+{
+    const int64_t mk = m * k;
+    const float *lam_p = work, *s_alpha = lam_p + rows * m, *s_bias = s_alpha + rows * m, *s_th = s_bias + rows * m;
+    const float *lam_q = s_th + rows * m, *acc_beta = lam_q + rows * mk;
+    memset(a_alpha, 0, (size_t)m * sizeof(float));
+    memset(a_bias, 0, (size_t)m * sizeof(float));
+    memset(a_th, 0, (size_t)m * sizeof(float));
+    memset(a_beta, 0, (size_t)mk * sizeof(float));
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t n = 0; n < m; ++n) {
+            float lam0 = lam_p[r * m + n];
+            d_v0[r * m + n] = alpha[n] * lam0;
+            a_alpha[n] += s_alpha[r * m + n] + lam0 * v0[r * m + n];
+            a_bias[n] += s_bias[r * m + n] + lam0;
+            a_th[n] += s_th[r * m + n];
+        }
+        for (int64_t c = 0; c < mk; ++c) {
+            a_beta[c] += acc_beta[r * mk + c];
+            d_i0[r * mk + c] = lam_q[r * mk + c];
+        }
+    }
+}
+
 /* x (T, R, M k) -> pre (T, R, M), q (T, R, M k), spikes (T, R, M) from i0 (R, M k), v0 (R, M) to i_f, v_f */
 int pond_lif_forward(const float *x, const float *alpha, const float *beta, const float *th, const float *bias,
                      float cap, float *pre, float *q, float *spikes, const float *i0, const float *v0, float *i_f,
@@ -171,23 +199,7 @@ int pond_lif_backward(const float *pre, const float *q, const float *g, const fl
             }
         POND_FP_LEAVE
     }
-    memset(a_alpha, 0, (size_t)m * sizeof(float));
-    memset(a_bias, 0, (size_t)m * sizeof(float));
-    memset(a_th, 0, (size_t)m * sizeof(float));
-    memset(a_beta, 0, (size_t)mk * sizeof(float));
-    for (int64_t r = 0; r < rows; ++r) { /* with the late terms of step 0, as in the XLA loop */
-        for (int64_t n = 0; n < m; ++n) {
-            float lam0 = lam_p[r * m + n];
-            d_v0[r * m + n] = alpha[n] * lam0;
-            a_alpha[n] += s_alpha[r * m + n] + lam0 * v0[r * m + n];
-            a_bias[n] += s_bias[r * m + n] + lam0;
-            a_th[n] += s_th[r * m + n];
-        }
-        for (int64_t c = 0; c < mk; ++c) {
-            a_beta[c] += acc_beta[r * mk + c];
-            d_i0[r * mk + c] = lam_q[r * mk + c];
-        }
-    }
+    lif_sums(work, alpha, v0, a_alpha, a_bias, a_th, a_beta, d_v0, d_i0, rows, m, k);
     free(work);
     return 0;
 }
@@ -328,23 +340,7 @@ int pond_pair_backward(const pair_dims *d, const float *pre, const float *q, con
         for (int64_t o = 0; o < mk; ++o)
             dc[o] = dc[o] + pc[o];
     }
-    memset(a_alpha, 0, (size_t)m * sizeof(float));
-    memset(a_bias, 0, (size_t)m * sizeof(float));
-    memset(a_th, 0, (size_t)m * sizeof(float));
-    memset(a_beta, 0, (size_t)mk * sizeof(float));
-    for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t n = 0; n < m; ++n) {
-            float lam0 = lam_p[r * m + n];
-            d_v0[r * m + n] = alpha[n] * lam0;
-            a_alpha[n] += s_alpha[r * m + n] + lam0 * v0[r * m + n];
-            a_bias[n] += s_bias[r * m + n] + lam0;
-            a_th[n] += s_th[r * m + n];
-        }
-        for (int64_t c = 0; c < mk; ++c) {
-            a_beta[c] += acc_beta[r * mk + c];
-            d_i0[r * mk + c] = lam_q[r * mk + c];
-        }
-    }
+    lif_sums(work, alpha, v0, a_alpha, a_bias, a_th, a_beta, d_v0, d_i0, rows, m, k);
     free(work);
     return 0;
 }

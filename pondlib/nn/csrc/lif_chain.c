@@ -426,20 +426,28 @@ static train_chain chain_from(XLA_FFI_CallFrame *frame, chain_pair *pairs, int64
     return c;
 }
 
+/* the chain of a call (its pair table is argument 2, at most 64 pairs) into c, or the error to return */
+static XLA_FFI_Error *chain_of_call(XLA_FFI_CallFrame *frame, chain_pair *pairs, const float *cfg, train_chain *c)
+{
+    const int64_t n_pairs = pond_ffi_dim(pond_ffi_arg(frame, 2), 0);
+    if (n_pairs < 1 || n_pairs > 64)
+        return pond_ffi_error(frame, "pondlib training chain: 1 to 64 pairs");
+    int bad = 0;
+    *c = chain_from(frame, pairs, n_pairs, cfg, &bad);
+    return bad ? pond_ffi_error(frame, "pondlib training chain: the first pair cannot delay its input") : NULL;
+}
+
 /* x, prm, ops, state0 (R, S), cfg -> y (T, R, N_last), pre (T, R, sn), q (T, R, sq) (one element each
  * unless keep), state (R, S) */
 XLA_FFI_Error *pond_chain_train_forward_handler(XLA_FFI_CallFrame *frame)
 {
     if (pond_ffi_metadata(frame) || !pond_ffi_ready(frame, 5, 4))
         return NULL;
-    const int64_t n_pairs = pond_ffi_dim(pond_ffi_arg(frame, 2), 0);
     chain_pair pairs[64];
-    if (n_pairs < 1 || n_pairs > 64)
-        return pond_ffi_error(frame, "pondlib training chain: 1 to 64 pairs");
-    int bad = 0;
-    train_chain c = chain_from(frame, pairs, n_pairs, fdata(pond_ffi_arg(frame, 4)), &bad);
-    if (bad)
-        return pond_ffi_error(frame, "pondlib training chain: the first pair cannot delay its input");
+    train_chain c;
+    XLA_FFI_Error *err = chain_of_call(frame, pairs, fdata(pond_ffi_arg(frame, 4)), &c);
+    if (err)
+        return err;
     const int keep = fdata(pond_ffi_arg(frame, 4))[2] != 0.0f;
     float *pre = fdata(pond_ffi_ret(frame, 1)), *q = fdata(pond_ffi_ret(frame, 2));
     int rc = pond_chain_train_forward(&c, fdata(pond_ffi_arg(frame, 3)), keep ? pre : NULL, keep ? q : NULL,
@@ -455,15 +463,12 @@ XLA_FFI_Error *pond_chain_train_backward_handler(XLA_FFI_CallFrame *frame)
 {
     if (pond_ffi_metadata(frame) || !pond_ffi_ready(frame, 8, 3))
         return NULL;
-    const int64_t n_pairs = pond_ffi_dim(pond_ffi_arg(frame, 2), 0);
     chain_pair pairs[64];
-    if (n_pairs < 1 || n_pairs > 64)
-        return pond_ffi_error(frame, "pondlib training chain: 1 to 64 pairs");
     const float *cfg = fdata(pond_ffi_arg(frame, 7));
-    int bad = 0;
-    train_chain c = chain_from(frame, pairs, n_pairs, cfg, &bad);
-    if (bad)
-        return pond_ffi_error(frame, "pondlib training chain: the first pair cannot delay its input");
+    train_chain c;
+    XLA_FFI_Error *err = chain_of_call(frame, pairs, cfg, &c);
+    if (err)
+        return err;
     float *dx = fdata(pond_ffi_ret(frame, 2));
     const int want_dx = cfg[1] != 0.0f;
     const int keep = cfg[2] != 0.0f;
